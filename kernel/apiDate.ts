@@ -1,0 +1,57 @@
+const imfFixdate = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\d{2}) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (\d{4}) (\d{2}):(\d{2}):(\d{2}) GMT$/
+const rfc3339Utc = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?Z$/i
+const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec']
+const weekdays = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat']
+
+function checkedUtc(year: number, month: number, day: number, hour: number, minute: number, second: number): number | null {
+  const time = Date.UTC(year, month, day, hour, minute, second)
+  const date = new Date(time)
+  // Date.UTC rolls 31 Feb over to March; a real date survives the round trip.
+  if (date.getUTCFullYear() !== year || date.getUTCMonth() !== month || date.getUTCDate() !== day) return null
+  if (hour > 23 || minute > 59 || second > 59) return null
+  return time
+}
+
+/**
+ * Parses an x-apidate (D3): IMF-fixdate (`Sun, 22 Nov 2026 08:49:37 GMT`) or RFC 3339
+ * UTC (`2026-11-22T08:49:37Z`). Returns epoch ms, or null for anything else.
+ */
+export function parseApiDate(text: string): number | null {
+  let match = imfFixdate.exec(text)
+  if (match) {
+    const time = checkedUtc(Number(match[4]), months.indexOf(match[3]), Number(match[2]), Number(match[5]), Number(match[6]), Number(match[7]))
+    if (time === null || weekdays[new Date(time).getUTCDay()] !== match[1]) return null
+    return time
+  }
+  match = rfc3339Utc.exec(text)
+  if (match) {
+    const time = checkedUtc(Number(match[1]), Number(match[2]) - 1, Number(match[3]), Number(match[4]), Number(match[5]), Number(match[6]))
+    if (time === null) return null
+    return time + (match[7] ? Math.floor(Number(`0.${match[7]}`) * 1000) : 0)
+  }
+  return null
+}
+
+/** Input dates of key fields (D9): HTTP-date or RFC 3339 with a zone. */
+export function parseInputDate(text: string): number | null {
+  const strict = parseApiDate(text)
+  if (strict !== null) return strict
+  if (!/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?$/i.test(text)) return null
+  const time = Date.parse(text.length === 10 ? `${text}T00:00:00Z` : text)
+  return Number.isNaN(time) ? null : time
+}
+
+/** Dates in responses are HTTP-dates (D9). */
+export function httpDate(time: number): string {
+  return new Date(time).toUTCString()
+}
+
+/** Default clock window when a key's AllowHours is unset: 5 minutes (D3). */
+export const defaultAllowMs = 5 * 60 * 1000
+
+/** True when the caller's date is inside the key's window (D3); AllowHours 0 skips the check. */
+export function dateWithinWindow(callerTime: number, now: number, allowHours: number | null): boolean {
+  if (allowHours === 0) return true
+  const allowMs = allowHours === null ? defaultAllowMs : allowHours * 3_600_000
+  return Math.abs(now - callerTime) <= allowMs
+}

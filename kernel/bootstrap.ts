@@ -1,0 +1,103 @@
+import { writeFileSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Kysely } from 'kysely'
+import type { CoreTables } from './storage/coreTables.ts'
+import { isUniqueViolation } from './storage/database.ts'
+import type { DefaultGroup, Plugin } from './plugin.ts'
+import type { SecretBox } from './secrets.ts'
+import { newDaySecret } from './dayCode.ts'
+import { issueKey, type IssuedKey } from './keyIssuer.ts'
+
+const rootKeySetting = 'root_key_id'
+
+export async function readSetting(db: Kysely<CoreTables>, name: string): Promise<string | undefined> {
+  const row = await db.selectFrom('kernel_settings').select('value').where('name', '=', name).executeTakeFirst()
+  return row?.value
+}
+
+/** Writes a setting unless another process wrote it first; returns the value that holds. */
+export async function settleSetting(db: Kysely<CoreTables>, name: string, value: string): Promise<string> {
+  try {
+    await db.insertInto('kernel_settings').values({ name, value }).execute()
+    return value
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error
+    return (await readSetting(db, name))!
+  }
+}
+
+/** The server's day-code secret (D5): made at first start, kept sealed in the database. */
+export async function loadDaySecret(db: Kysely<CoreTables>, secrets: SecretBox): Promise<Buffer> {
+  const stored = (await readSetting(db, 'day_secret')) ?? (await settleSetting(db, 'day_secret', secrets.seal(newDaySecret().toString('hex'), 'day-secret')))
+  return Buffer.from(secrets.open(stored, 'day-secret'), 'hex')
+}
+
+/** Creates one group and its ACL entries; returns the group id. */
+export async function createGroup(db: Kysely<CoreTables>, group: DefaultGroup): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const inserted = await trx.insertInto('api_groups').values({ display_name: group.name }).executeTakeFirstOrThrow()
+    const groupId = Number(inserted.insertId)
+    for (const entry of group.paths) {
+      const acl = await trx
+        .insertInto('api_acl')
+        .values({
+          path: entry.path,
+          display_name: entry.displayName,
+          is_public: entry.isPublic ?? 0,
+          require_https: entry.requireHttps ?? 0,
+          require_hash: entry.requireHash ?? 0,
+        })
+        .executeTakeFirstOrThrow()
+      await trx.insertInto('api_group_acl').values({ group_id: groupId, acl_id: Number(acl.insertId) }).execute()
+    }
+    return groupId
+  })
+}
+
+/**
+ * First start (D10) and plugins enabled later: each enabled plugin's default groups are
+ * created once (a setting remembers it, so an operator's later edits stand) and given
+ * to the root admin key. On an empty database the root admin key is made as well.
+ */
+export async function bootstrap(
+  db: Kysely<CoreTables>,
+  secrets: SecretBox,
+  plugins: readonly Plugin[],
+  options: { dataDir: string; now: number },
+): Promise<IssuedKey | null> {
+  const newGroupIds: number[] = []
+  for (const plugin of plugins) {
+    const marker = `groups_of_${plugin.name}`
+    if (!plugin.defaultGroups?.length || (await readSetting(db, marker)) !== undefined) continue
+    for (const group of plugin.defaultGroups) {
+      const existing = await db.selectFrom('api_groups').select('id').where('display_name', '=', group.name).executeTakeFirst()
+      newGroupIds.push(existing ? Number(existing.id) : await createGroup(db, group))
+    }
+    await settleSetting(db, marker, new Date(options.now).toISOString())
+  }
+
+  const rootKeyId = await readSetting(db, rootKeySetting)
+  if (rootKeyId !== undefined) {
+    for (const groupId of newGroupIds) {
+      await db.insertInto('api_key_groups').values({ key_id: Number(rootKeyId), group_id: groupId }).execute()
+        .catch((error) => { if (!isUniqueViolation(error)) throw error })
+    }
+    return null
+  }
+  const anyKey = await db.selectFrom('api_keys').select('id').limit(1).executeTakeFirst()
+  if (anyKey) return null
+
+  const allGroups = await db.selectFrom('api_groups').select('id').execute()
+  const root = await issueKey(db, secrets, options.now, {
+    display_name: 'Root administrator',
+    parent: 1,
+    custno: 0,
+    // The first key must work over plain HTTP on localhost, where the service starts.
+    require_https: 0,
+    response_format: 'json',
+  }, allGroups.map((group) => Number(group.id)))
+  await settleSetting(db, rootKeySetting, String(root.id))
+  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 })
+  writeFileSync(join(options.dataDir, 'admin-key.json'), JSON.stringify({ Id: root.id, Api_Key: root.apiKey, Api_Secret: root.secret }, null, 2) + '\n', { mode: 0o600 })
+  return root
+}

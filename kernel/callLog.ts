@@ -1,0 +1,236 @@
+import type { Insertable, Kysely, Selectable } from 'kysely'
+import type { CoreTables } from './storage/coreTables.ts'
+import { isStoreOutage } from './storage/database.ts'
+import { firstIdAt } from './requestId.ts'
+import { httpDate } from './apiDate.ts'
+import type { LogRecord } from './plugin.ts'
+
+export type LogRow = Insertable<CoreTables['api_log']>
+
+export interface CallLogOptions {
+  batchSize: number
+  flushMs: number
+  queueMax: number
+  detailDays: number
+  recordDays: number
+  purgeEveryMs: number
+  purgeBatch: number
+}
+
+/**
+ * The log stage's store (D8). Calls never wait for a write: records are queued and
+ * written in multi-row batches. Until its batch is written a record stays readable
+ * from the queue (read-your-writes). The queue is bounded: when it is full, `admit`
+ * tells the caller to wait for room instead of dropping anything; `close` writes all.
+ */
+export class CallLog {
+  private queue: LogRow[] = []
+  private readonly pending = new Map<number, LogRow>()
+  private flushing: Promise<void> | null = null
+  private timer: NodeJS.Timeout | null = null
+  private purgeTimer: NodeJS.Timeout | null = null
+  private waiters: (() => void)[] = []
+  private retryDelayMs = 100
+  private closed = false
+
+  constructor(
+    private readonly db: Kysely<CoreTables>,
+    private readonly options: CallLogOptions,
+    private readonly clock: () => number,
+    private readonly report: (error: unknown) => void,
+  ) {}
+
+  startPurging(): void {
+    this.purgeTimer = setInterval(() => void this.purge().catch(this.report), this.options.purgeEveryMs)
+    this.purgeTimer.unref()
+  }
+
+  /** Resolves at once while there is room; otherwise when a flush has made some. */
+  admit(): Promise<void> | undefined {
+    if (this.queue.length < this.options.queueMax) return undefined
+    return new Promise((resolve) => this.waiters.push(resolve))
+  }
+
+  /** Retention of details for one record: LogRaw days (0 = the default), never beyond the bound. */
+  detailUntil(requestTime: number, logRaw: number): number {
+    const days = logRaw > 0 ? Math.min(logRaw, this.options.detailDays) : this.options.detailDays
+    return requestTime + days * 86_400_000
+  }
+
+  append(row: LogRow): void {
+    this.queue.push(row)
+    this.pending.set(row.id, row)
+    if (this.queue.length >= this.options.batchSize) this.flushSoon(0)
+    else this.flushSoon(this.options.flushMs)
+  }
+
+  private flushSoon(delay: number): void {
+    if (this.flushing) return
+    if (this.timer && delay > 0) return
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = setTimeout(() => {
+      this.timer = null
+      void this.flush()
+    }, delay)
+  }
+
+  /** Writes everything queued so far (one batch after another). */
+  flush(): Promise<void> {
+    if (this.flushing) return this.flushing
+    this.flushing = this.writeAll().finally(() => {
+      this.flushing = null
+      if (this.queue.length > 0 && !this.closed) this.flushSoon(this.retryDelayMs)
+    })
+    return this.flushing
+  }
+
+  private async writeAll(): Promise<void> {
+    while (this.queue.length > 0) {
+      const batch = this.queue.slice(0, this.options.batchSize)
+      try {
+        await this.db.insertInto('api_log').values(batch).execute()
+        this.retryDelayMs = 100
+      } catch (error) {
+        if (isStoreOutage(error)) {
+          // Keep the batch; it is retried with backoff and stays readable meanwhile.
+          this.retryDelayMs = Math.min(this.retryDelayMs * 2, 5000)
+          this.report(error)
+          return
+        }
+        await this.writeOneByOne(batch)
+      }
+      this.queue.splice(0, batch.length)
+      for (const row of batch) this.pending.delete(row.id)
+      const waiters = this.waiters
+      this.waiters = []
+      for (const wake of waiters) wake()
+    }
+  }
+
+  // A batch refused for a reason other than an outage (a duplicate id from a
+  // misconfigured nodeId, say) is written row by row so one bad row loses only itself.
+  private async writeOneByOne(batch: LogRow[]): Promise<void> {
+    for (const row of batch) {
+      try {
+        await this.db.insertInto('api_log').values(row).execute()
+      } catch (error) {
+        if (isStoreOutage(error)) throw error
+        this.report(error)
+      }
+    }
+  }
+
+  async find(id: number, keyId: number): Promise<(LogRecord & { Id: number }) | undefined> {
+    const queued = this.pending.get(id)
+    if (queued) return queued.key_id === keyId ? toLogRecord(queued as Selectable<CoreTables['api_log']>) : undefined
+    const row = await this.db.selectFrom('api_log').selectAll().where('id', '=', id).where('key_id', '=', keyId).executeTakeFirst()
+    return row ? toLogRecord(row) : undefined
+  }
+
+  async history(keyId: number, options: { page: number; size: number; from?: number; to?: number; apiFunction?: string }) {
+    await this.flush()
+    let query = this.db.selectFrom('api_log').where('key_id', '=', keyId)
+    if (options.from !== undefined) query = query.where('id', '>=', firstIdAt(options.from))
+    if (options.to !== undefined) query = query.where('id', '<', firstIdAt(options.to + 1))
+    if (options.apiFunction !== undefined) query = query.where('api_function', '=', options.apiFunction)
+    const [{ total }] = await query.select((eb) => eb.fn.countAll<number>().as('total')).execute()
+    const rows = await query
+      .select(['id', 'request_time', 'request_method', 'api_function', 'api_acl', 'response_code', 'seconds', 'bandwidth'])
+      .orderBy('id', 'desc')
+      .limit(options.size)
+      .offset((options.page - 1) * options.size)
+      .execute()
+    return {
+      total: Number(total),
+      records: rows.map((row) => ({
+        Id: Number(row.id),
+        RequestTime: httpDate(Number(row.request_time)),
+        Request_Method: row.request_method,
+        Api_Function: row.api_function,
+        Api_Acl: row.api_acl === null ? null : Number(row.api_acl),
+        Response_Code: Number(row.response_code),
+        Seconds: Number(row.seconds),
+        Bandwidth: Number(row.bandwidth),
+      })),
+    }
+  }
+
+  /** One retention pass (D8): clears expired details, then deletes expired records, in small batches. */
+  async purge(): Promise<{ detailsCleared: number; recordsDeleted: number }> {
+    const now = this.clock()
+    let detailsCleared = 0
+    let recordsDeleted = 0
+    for (;;) {
+      const ids = await this.db.selectFrom('api_log').select('id').where('detail_until', '>', 0).where('detail_until', '<=', now)
+        .limit(this.options.purgeBatch).execute()
+      if (ids.length === 0) break
+      await this.db.updateTable('api_log')
+        .set({ request_url: null, http_user_agent: null, raw_request: null, response: null, detail_until: 0 })
+        .where('id', 'in', ids.map((row) => row.id)).execute()
+      detailsCleared += ids.length
+      if (ids.length < this.options.purgeBatch) break
+    }
+    const oldest = firstIdAt(now - this.options.recordDays * 86_400_000)
+    for (;;) {
+      const ids = await this.db.selectFrom('api_log').select('id').where('id', '<', oldest).limit(this.options.purgeBatch).execute()
+      if (ids.length === 0) break
+      await this.db.deleteFrom('api_log').where('id', 'in', ids.map((row) => row.id)).execute()
+      recordsDeleted += ids.length
+      if (ids.length < this.options.purgeBatch) break
+    }
+    return { detailsCleared, recordsDeleted }
+  }
+
+  get queued(): number {
+    return this.queue.length
+  }
+
+  /** Stops timers and writes every queued record; retries through a short outage. */
+  async close(deadlineMs = 10_000): Promise<void> {
+    this.closed = true
+    if (this.timer) clearTimeout(this.timer)
+    if (this.purgeTimer) clearInterval(this.purgeTimer)
+    const giveUpAt = Date.now() + deadlineMs
+    while (this.queue.length > 0 && Date.now() < giveUpAt) {
+      await this.flush()
+      if (this.queue.length > 0) await new Promise((resolve) => setTimeout(resolve, this.retryDelayMs))
+    }
+    if (this.queue.length > 0) this.report(new Error(`${this.queue.length} call log records could not be written before shutdown`))
+  }
+}
+
+function parsedResponse(row: Selectable<CoreTables['api_log']>): unknown {
+  if (row.response === null || row.response === undefined) return null
+  if (row.response_format === 'json' && row.response_code < 400) {
+    try {
+      return JSON.parse(row.response)
+    } catch {
+      return row.response
+    }
+  }
+  return row.response
+}
+
+export function toLogRecord(row: Selectable<CoreTables['api_log']>): LogRecord & { Id: number } {
+  return {
+    Id: Number(row.id),
+    RequestTime: httpDate(Number(row.request_time)),
+    Http_Host: row.http_host ?? null,
+    Server_Name: row.server_name ?? null,
+    Server_Addr: row.server_addr ?? null,
+    Server_Port: row.server_port === null || row.server_port === undefined ? null : Number(row.server_port),
+    Remote_Addr: row.remote_addr ?? null,
+    Request_Scheme: row.request_scheme ?? null,
+    Request_Method: row.request_method,
+    Api_Acl: row.api_acl === null || row.api_acl === undefined ? null : Number(row.api_acl),
+    Api_Function: row.api_function,
+    Request_Url: row.request_url ?? null,
+    Http_User_Agent: row.http_user_agent ?? null,
+    Raw_Request: row.raw_request ?? null,
+    Response_Code: Number(row.response_code),
+    Rsponse: parsedResponse(row),
+    Response_Format: row.response_format ?? null,
+    Seconds: Number(row.seconds),
+    Bandwidth: Number(row.bandwidth),
+  }
+}

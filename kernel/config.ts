@@ -1,0 +1,192 @@
+import { readFileSync, existsSync } from 'node:fs'
+import { resolve, dirname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Ajv } from 'ajv'
+
+/** The whole configuration of one kernel instance, after defaults, file and environment. */
+export interface Config {
+  host: string
+  port: number
+  basePath: string
+  dataDir: string
+  /** `mysql://user:pass@host:3306/db`; null or absent = embedded SQLite in dataDir. */
+  databaseUrl: string | null
+  /** Names of the enabled plugins; a disabled plugin's paths do not exist (D1). */
+  plugins: string[]
+  bodyLimit: number
+  /** Peer addresses whose `X-Forwarded-Proto` is believed (a TLS-terminating proxy). */
+  trustProxy: string[]
+  tls: { certFile: string; keyFile: string } | null
+  /** 64 hex chars; when null a key is generated into dataDir/master.key (0600). */
+  masterKey: string | null
+  /** 0-15, distinguishes processes inside request ids (D8). */
+  nodeId: number
+  serverName: string
+  timeouts: { headersMs: number; requestMs: number; keepAliveMs: number; maxHeaderSize: number }
+  cache: { maxEntries: number; keyTtlSeconds: number }
+  log: {
+    detailDays: number
+    recordDays: number
+    batchSize: number
+    flushMs: number
+    queueMax: number
+    purgeEveryMs: number
+    purgeBatch: number
+  }
+}
+
+const positiveInt = { type: 'integer', minimum: 1 }
+const schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['host', 'port', 'basePath', 'dataDir', 'plugins', 'bodyLimit', 'nodeId', 'timeouts', 'cache', 'log'],
+  properties: {
+    host: { type: 'string', minLength: 1 },
+    port: { type: 'integer', minimum: 0, maximum: 65535 },
+    basePath: { type: 'string', pattern: '^(/[A-Za-z0-9._~-]+)*$' },
+    dataDir: { type: 'string', minLength: 1 },
+    databaseUrl: { type: ['string', 'null'], pattern: '^mysql://' },
+    plugins: { type: 'array', items: { type: 'string', pattern: '^[a-z][a-z0-9-]*$' }, uniqueItems: true },
+    bodyLimit: { type: 'integer', minimum: 1024, maximum: 104857600 },
+    trustProxy: { type: 'array', items: { type: 'string', minLength: 1 } },
+    tls: {
+      anyOf: [
+        { type: 'null' },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['certFile', 'keyFile'],
+          properties: { certFile: { type: 'string' }, keyFile: { type: 'string' } },
+        },
+      ],
+    },
+    masterKey: { type: ['string', 'null'], pattern: '^[0-9a-fA-F]{64}$' },
+    nodeId: { type: 'integer', minimum: 0, maximum: 15 },
+    serverName: { type: 'string', minLength: 1, maxLength: 100 },
+    timeouts: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['headersMs', 'requestMs', 'keepAliveMs', 'maxHeaderSize'],
+      properties: {
+        headersMs: { type: 'integer', minimum: 100, maximum: 30000 },
+        requestMs: { type: 'integer', minimum: 100 },
+        keepAliveMs: { type: 'integer', minimum: 100 },
+        maxHeaderSize: { type: 'integer', minimum: 1024, maximum: 1048576 },
+      },
+    },
+    cache: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['maxEntries', 'keyTtlSeconds'],
+      properties: { maxEntries: positiveInt, keyTtlSeconds: positiveInt },
+    },
+    log: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['detailDays', 'recordDays', 'batchSize', 'flushMs', 'queueMax', 'purgeEveryMs', 'purgeBatch'],
+      properties: {
+        detailDays: positiveInt,
+        recordDays: positiveInt,
+        batchSize: positiveInt,
+        flushMs: positiveInt,
+        queueMax: positiveInt,
+        purgeEveryMs: positiveInt,
+        purgeBatch: positiveInt,
+      },
+    },
+  },
+} as const
+
+/** Raised for a bad setting; the start script prints its one line and exits 1. */
+export class ConfigError extends Error {}
+
+/** Environment variables and the setting each one sets. */
+const environmentSettings: Record<string, { path: string[]; type: 'string' | 'integer' | 'list' | 'nullable' }> = {
+  HOST: { path: ['host'], type: 'string' },
+  PORT: { path: ['port'], type: 'integer' },
+  BASE_PATH: { path: ['basePath'], type: 'string' },
+  DATA_DIR: { path: ['dataDir'], type: 'string' },
+  DATABASE_URL: { path: ['databaseUrl'], type: 'nullable' },
+  PLUGINS: { path: ['plugins'], type: 'list' },
+  BODY_LIMIT: { path: ['bodyLimit'], type: 'integer' },
+  TRUST_PROXY: { path: ['trustProxy'], type: 'list' },
+  MASTER_KEY: { path: ['masterKey'], type: 'nullable' },
+  NODE_ID: { path: ['nodeId'], type: 'integer' },
+  SERVER_NAME: { path: ['serverName'], type: 'string' },
+}
+
+const defaultsFile = resolve(dirname(fileURLToPath(import.meta.url)), '../config/defaults.json')
+
+function mergeDeep(target: Record<string, unknown>, source: Record<string, unknown>): Record<string, unknown> {
+  for (const [name, value] of Object.entries(source)) {
+    const current = target[name]
+    if (value && typeof value === 'object' && !Array.isArray(value) && current && typeof current === 'object' && !Array.isArray(current)) {
+      target[name] = mergeDeep({ ...(current as Record<string, unknown>) }, value as Record<string, unknown>)
+    } else {
+      target[name] = value
+    }
+  }
+  return target
+}
+
+function readJson(file: string, label: string): Record<string, unknown> {
+  try {
+    const parsed = JSON.parse(readFileSync(file, 'utf8'))
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not a JSON object')
+    return parsed
+  } catch (error) {
+    throw new ConfigError(`${label} ${file}: ${(error as Error).message}`)
+  }
+}
+
+function fromEnvironment(env: NodeJS.ProcessEnv): Record<string, unknown> {
+  const result: Record<string, unknown> = {}
+  for (const [variable, setting] of Object.entries(environmentSettings)) {
+    const raw = env[variable]
+    if (raw === undefined || raw === '') continue
+    let value: unknown = raw
+    if (setting.type === 'integer') {
+      if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${variable} must be a whole number, got '${raw}'`)
+      value = Number(raw)
+    } else if (setting.type === 'list') {
+      value = raw.split(',').map((item) => item.trim()).filter(Boolean)
+    }
+    let node = result
+    for (const part of setting.path.slice(0, -1)) node = (node[part] ??= {}) as Record<string, unknown>
+    node[setting.path[setting.path.length - 1]] = value
+  }
+  return result
+}
+
+/**
+ * Defaults, then the file named by CONFIG_FILE (or config/local.json when present),
+ * then environment variables, then `overrides` (tests). Validated once; a bad value
+ * throws a ConfigError whose message names the setting.
+ */
+export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessEnv = process.env): Config {
+  const merged = mergeDeep({}, readJson(defaultsFile, 'defaults'))
+  const localFile = env.CONFIG_FILE ?? resolve(dirname(defaultsFile), 'local.json')
+  if (env.CONFIG_FILE || existsSync(localFile)) mergeDeep(merged, readJson(localFile, 'config file'))
+  mergeDeep(merged, fromEnvironment(env))
+  mergeDeep(merged, overrides as Record<string, unknown>)
+  const ajv = new Ajv({ allErrors: false })
+  const validate = ajv.compile(schema)
+  if (!validate(merged)) {
+    const error = validate.errors![0]
+    const where = error.instancePath ? error.instancePath.slice(1).replaceAll('/', '.') : 'config'
+    const detail = error.keyword === 'additionalProperties'
+      ? `unknown setting '${(error.params as { additionalProperty: string }).additionalProperty}'`
+      : error.message
+    throw new ConfigError(`invalid setting ${where}: ${detail} (got ${JSON.stringify(valueAt(merged, error.instancePath))})`)
+  }
+  const config = merged as unknown as Config
+  config.basePath = config.basePath.replace(/\/$/, '')
+  config.dataDir = resolve(config.dataDir)
+  return config
+}
+
+function valueAt(root: unknown, pointer: string): unknown {
+  let node = root as Record<string, unknown> | undefined
+  for (const part of pointer.split('/').slice(1)) node = node?.[part] as Record<string, unknown> | undefined
+  return node
+}

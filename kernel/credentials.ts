@@ -1,0 +1,59 @@
+import type { IncomingMessage } from 'node:http'
+import { unauthorized } from './errors.ts'
+
+/** The four credential items of interface 5.1, as sent. */
+export interface Credentials {
+  apiKey?: string
+  apiDate?: string
+  apiHmac?: string
+  apiToday?: string
+}
+
+const itemField = {
+  'x-apikey': 'apiKey',
+  'x-apidate': 'apiDate',
+  'x-apihmac': 'apiHmac',
+  'x-apitoday': 'apiToday',
+} as const satisfies Record<string, keyof Credentials>
+type ItemName = keyof typeof itemField
+
+// `<item><spaces | = | :><value>`; the value runs to the end of its piece.
+const itemPattern = /^\s*(x-api(?:key|date|hmac|today))(?:\s*[=:]\s*|\s+)(.*?)\s*$/i
+// Folded Authorization lines are split only where a new item starts (a date has commas).
+const foldedBoundary = /,\s*(?=x-api(?:key|date|hmac|today)(?:\s|=|:))/i
+
+function assign(found: Credentials, item: string, value: string): void {
+  const field = itemField[item.toLowerCase() as ItemName]
+  if (found[field] !== undefined) throw unauthorized(`Credential ${item.toLowerCase()} was given more than once.`)
+  found[field] = value
+}
+
+/**
+ * Reads the credentials in every form D2 accepts: repeated `Authorization` lines,
+ * one folded line, or plain `x-api*` headers. An item given twice, in any mix of
+ * forms, is refused, so a forged second value can never win by its position.
+ */
+export function readCredentials(request: IncomingMessage): Credentials {
+  const found: Credentials = {}
+  const headers = request.headers
+  if (headers.authorization !== undefined) {
+    for (const line of request.headersDistinct.authorization ?? []) {
+      for (const piece of line.split(foldedBoundary)) {
+        const match = itemPattern.exec(piece)
+        if (!match) {
+          // An Authorization line of another scheme (Basic, Bearer) is not ours to read.
+          if (/^\s*x-api/i.test(piece)) throw unauthorized('Malformed credential in Authorization header.')
+          continue
+        }
+        assign(found, match[1], match[2])
+      }
+    }
+  }
+  for (const item of Object.keys(itemField) as ItemName[]) {
+    const values = request.headersDistinct[item]
+    if (values === undefined) continue
+    if (values.length > 1) throw unauthorized(`Credential ${item} was given more than once.`)
+    assign(found, item, values[0].trim())
+  }
+  return found
+}

@@ -1,0 +1,75 @@
+import { parse as toXml } from 'js2xmlparser'
+import Papa from 'papaparse'
+import type { ResponseFormat, Route } from './plugin.ts'
+
+export interface Encoded {
+  body: Buffer
+  contentType: string
+}
+
+export const contentTypes: Record<ResponseFormat, string> = {
+  json: 'application/json; charset=utf-8',
+  xml: 'application/xml; charset=utf-8',
+  csv: 'text/csv; charset=utf-8',
+}
+
+const acceptFormats: [string, ResponseFormat][] = [
+  ['application/json', 'json'],
+  ['application/xml', 'xml'],
+  ['text/xml', 'xml'],
+  ['text/csv', 'csv'],
+]
+
+/**
+ * The format of one answer (D12): `?format=` first, then an Accept header naming one
+ * of ours, then the key's ResponseFormat. Returns null for an unknown `?format=`.
+ */
+export function chooseFormat(queryFormat: string | undefined, accept: string | undefined, keyFormat: ResponseFormat): ResponseFormat | null {
+  if (queryFormat !== undefined) {
+    const lower = queryFormat.toLowerCase()
+    return lower === 'json' || lower === 'xml' || lower === 'csv' ? lower : null
+  }
+  if (accept !== undefined && accept !== '*/*') {
+    const lower = accept.toLowerCase()
+    let best: ResponseFormat | null = null
+    let bestAt = Infinity
+    for (const [type, format] of acceptFormats) {
+      const at = lower.indexOf(type)
+      if (at !== -1 && at < bestAt) {
+        best = format
+        bestAt = at
+      }
+    }
+    if (best) return best
+  }
+  return keyFormat
+}
+
+const xmlOptions = { declaration: { include: true, encoding: 'UTF-8' }, format: { doubleQuotes: true } } as const
+
+function csvCell(value: unknown): unknown {
+  return value !== null && typeof value === 'object' ? JSON.stringify(value) : value
+}
+
+function toCsv(rows: unknown[]): string {
+  const records = rows.map((row) => {
+    if (row === null || typeof row !== 'object') return { Value: row }
+    const flat: Record<string, unknown> = {}
+    for (const [name, value] of Object.entries(row)) flat[name] = csvCell(value)
+    return flat
+  })
+  // escapeFormulae: a cell starting with = + - @ is quoted with a leading ' so a
+  // spreadsheet never runs it (CSV injection).
+  return Papa.unparse(records, { escapeFormulae: true, newline: '\r\n' })
+}
+
+/** Encodes a handler's answer in the chosen format. */
+export function encode(result: unknown, format: ResponseFormat, route: Pick<Route, 'xml' | 'csv'>, csvRows?: unknown[]): Encoded {
+  if (format === 'json') return { body: Buffer.from(JSON.stringify(result)), contentType: contentTypes.json }
+  if (format === 'xml') {
+    const content = Array.isArray(result) ? { [route.xml.item ?? 'Item']: result } : result
+    return { body: Buffer.from(toXml(route.xml.root, content ?? '', xmlOptions)), contentType: contentTypes.xml }
+  }
+  const rows = csvRows ?? (Array.isArray(result) ? result : [result])
+  return { body: Buffer.from(toCsv(rows)), contentType: contentTypes.csv }
+}

@@ -1,0 +1,35 @@
+/**
+ * Typed API errors. Every failure a client can cause is one of these codes; the
+ * server turns it into `status` + a plain `Error: ...` body (D6). Anything else that
+ * escapes a handler is a bug or an outage and is answered 500/503 without detail.
+ */
+export const errorStatus = {
+  BAD_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  TOO_MANY_REQUESTS: 429,
+  SERVICE_UNAVAILABLE: 503,
+} as const
+
+export type ErrorCode = keyof typeof errorStatus
+
+export class ApiError extends Error {
+  readonly status: number
+  readonly headers: Record<string, string> | undefined
+
+  constructor(readonly code: ErrorCode, message: string, headers?: Record<string, string>) {
+    super(message.startsWith('Error: ') ? message : `Error: ${message}`)
+    this.status = errorStatus[code]
+    this.headers = headers
+  }
+}
+
+export const badRequest = (message: string) => new ApiError('BAD_REQUEST', message)
+export const unauthorized = (message = 'Not authorised.') => new ApiError('UNAUTHORIZED', message)
+export const forbidden = (message: string) => new ApiError('FORBIDDEN', message)
+export const notFound = (message = 'Not found.') => new ApiError('NOT_FOUND', message)
+export const serviceUnavailable = (message = 'Service temporarily unavailable, try again shortly.') =>
+  new ApiError('SERVICE_UNAVAILABLE', message)

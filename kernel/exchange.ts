@@ -1,0 +1,72 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { ValidateFunction } from 'ajv'
+import type { AclEntry, Call, CallerKey, ResponseFormat, Route } from './plugin.ts'
+import type { Credentials } from './credentials.ts'
+import type { AuthRecord } from './keyDirectory.ts'
+import type { RateDecision } from './rateLimits.ts'
+
+/** A plugin route as mounted: its validators compiled once at start. */
+export interface MountedRoute {
+  id: number
+  plugin: string
+  route: Route
+  validateBody: ValidateFunction | null
+  validateQuery: ValidateFunction | null
+}
+
+export interface Answer {
+  status: number
+  body: Buffer
+  contentType: string
+  headers: [string, string][]
+}
+
+/**
+ * One request on its way through the pipeline. Every field exists from the start,
+ * so V8 keeps one shape for all exchanges; stages fill them in order.
+ */
+export class Exchange implements Call<unknown, Record<string, unknown>> {
+  /** Path and query after the base path, as sent: what the signature covers (D4). */
+  signedPath: string
+  queryString: string
+  rawBody: Buffer | undefined = undefined
+  credentials: Credentials | null = null
+  record: AuthRecord | null = null
+  caller!: CallerKey
+  acl: AclEntry | null = null
+  requestId = 0
+  format: ResponseFormat = 'json'
+  rate: RateDecision | null = null
+  body: unknown = undefined
+  query: Record<string, unknown> = {}
+  extraHeaders: [string, string][] = []
+  cacheKey: string | null = null
+  answer: Answer | null = null
+  /** The handler's answer before encoding (kept for a level-2 log of CSV/XML calls). */
+  result: unknown = undefined
+  readonly startedAt: number
+  readonly startedTick: number
+
+  constructor(
+    readonly request: IncomingMessage,
+    readonly response: ServerResponse,
+    readonly mounted: MountedRoute,
+    basePathLength: number,
+    now: number,
+  ) {
+    const url = request.url!
+    const queryAt = url.indexOf('?')
+    this.signedPath = url.slice(basePathLength)
+    this.queryString = queryAt === -1 ? '' : url.slice(queryAt + 1)
+    this.startedAt = now
+    this.startedTick = performance.now()
+  }
+
+  get headers() {
+    return this.request.headers
+  }
+
+  setHeader(name: string, value: string): void {
+    this.extraHeaders.push([name, value])
+  }
+}

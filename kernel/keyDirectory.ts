@@ -1,0 +1,162 @@
+import { LRUCache } from 'lru-cache'
+import type { Kysely } from 'kysely'
+import type { CoreTables } from './storage/coreTables.ts'
+import type { AclEntry, CallerKey, ResponseFormat } from './plugin.ts'
+import type { SecretBox } from './secrets.ts'
+import { compileAclPath } from './aclPath.ts'
+import { parseMaxHits } from './maxHits.ts'
+import type { HashMethod } from './signature.ts'
+
+/** Everything authentication needs about one key, loaded once and kept in an LRU. */
+export interface AuthRecord {
+  caller: CallerKey
+  secret: string
+  /** Route path -> the ACL entry that allows it (null: none). Filled as routes are called. */
+  aclByRoute: Map<string, AclEntry | null>
+}
+
+interface AclRow { id: number; path: string; display_name: string; is_public: number; require_https: number; require_hash: number }
+
+export function toAclEntry(row: AclRow): AclEntry {
+  return {
+    id: Number(row.id),
+    path: row.path,
+    displayName: row.display_name,
+    isPublic: Number(row.is_public),
+    requireHttps: Number(row.require_https),
+    requireHash: Number(row.require_hash) as HashMethod,
+    matches: compileAclPath(row.path),
+  }
+}
+
+/**
+ * Looks keys up by their Api_Key value. Hits are kept `ttlSeconds` (and dropped at
+ * once by `forget`); misses for a few seconds, so a flood of unknown keys does not
+ * become a flood of queries.
+ */
+export class KeyDirectory {
+  private readonly records: LRUCache<string, AuthRecord | false>
+  private readonly apiKeyById = new Map<number, string>()
+  private publicAcl: AclEntry[] = []
+  private publicLoadedAt = 0
+
+  constructor(
+    private readonly db: Kysely<CoreTables>,
+    private readonly secrets: SecretBox,
+    private readonly clock: () => number,
+    maxEntries: number,
+    private readonly ttlSeconds: number,
+  ) {
+    this.records = new LRUCache({
+      max: maxEntries,
+      dispose: (record, apiKey) => {
+        if (record && this.apiKeyById.get(record.caller.id) === apiKey) this.apiKeyById.delete(record.caller.id)
+      },
+    })
+  }
+
+  /** The cached record if there is one: the hot path stays synchronous on a hit. */
+  cached(apiKey: string): AuthRecord | false | undefined {
+    return this.records.get(apiKey)
+  }
+
+  async load(apiKey: string): Promise<AuthRecord | false> {
+    const cached = this.records.get(apiKey)
+    if (cached !== undefined) return cached
+    if (apiKey.length > 64) return false
+    const row = await this.db.selectFrom('api_keys').selectAll().where('api_key', '=', apiKey).executeTakeFirst()
+    if (!row) {
+      this.records.set(apiKey, false, { ttl: 5000 })
+      return false
+    }
+    const keyId = Number(row.id)
+    const [groups, aclRows] = await Promise.all([
+      this.db.selectFrom('api_key_groups').select('group_id').where('key_id', '=', keyId).execute(),
+      this.db
+        .selectFrom('api_key_groups as kg')
+        .innerJoin('api_group_acl as ga', 'ga.group_id', 'kg.group_id')
+        .innerJoin('api_acl as a', 'a.id', 'ga.acl_id')
+        .select(['a.id', 'a.path', 'a.display_name', 'a.is_public', 'a.require_https', 'a.require_hash'])
+        .where('kg.key_id', '=', keyId)
+        .orderBy('a.id')
+        .execute(),
+    ])
+    const seen = new Set<number>()
+    const acl: AclEntry[] = []
+    for (const aclRow of [...aclRows, ...(await this.publicEntries())]) {
+      const entry = 'matches' in aclRow ? aclRow : toAclEntry(aclRow)
+      if (seen.has(entry.id)) continue
+      seen.add(entry.id)
+      acl.push(entry)
+    }
+    const caller: CallerKey = {
+      id: keyId,
+      apiKey: row.api_key,
+      displayName: row.display_name,
+      parent: Number(row.parent),
+      custno: Number(row.custno),
+      startDate: row.start_date === null ? null : Number(row.start_date),
+      endDate: row.end_date === null ? null : Number(row.end_date),
+      dayPass: Number(row.day_pass),
+      requireHttps: Number(row.require_https),
+      allowHours: row.allow_hours === null ? null : Number(row.allow_hours),
+      responseFormat: row.response_format as ResponseFormat,
+      logLevel: Number(row.log_level),
+      logRaw: Number(row.log_raw),
+      maxHits: row.max_hits,
+      rateWindows: safeWindows(row.max_hits),
+      requireHash: row.require_hash === null ? null : (Number(row.require_hash) as HashMethod),
+      createdBy: row.created_by === null ? null : Number(row.created_by),
+      groupIds: groups.map((group) => Number(group.group_id)),
+      acl,
+      anonymous: false,
+    }
+    const record: AuthRecord = { caller, secret: this.secrets.open(row.secret_enc, row.api_key), aclByRoute: new Map() }
+    this.records.set(apiKey, record, { ttl: this.ttlSeconds * 1000 })
+    this.apiKeyById.set(keyId, apiKey)
+    return record
+  }
+
+  /** Drops a key's record now (it was edited, disabled or its groups changed). */
+  forget(keyId: number): void {
+    const apiKey = this.apiKeyById.get(keyId)
+    if (apiKey !== undefined) this.records.delete(apiKey)
+  }
+
+  /** Drops every record (an ACL entry or group changed). */
+  forgetAll(): void {
+    this.records.clear()
+    this.apiKeyById.clear()
+    this.publicLoadedAt = 0
+  }
+
+  /** Is_Public entries: callable by any key, and without credentials (refreshed each minute). */
+  async publicEntries(): Promise<AclEntry[]> {
+    if (this.clock() - this.publicLoadedAt > 60_000) {
+      const rows = await this.db.selectFrom('api_acl').selectAll().where('is_public', '=', 1).orderBy('id').execute()
+      this.publicAcl = rows.map(toAclEntry)
+      this.publicLoadedAt = this.clock()
+    }
+    return this.publicAcl
+  }
+
+  /** The ACL entry that allows `routePath` for this record, memoised per route. */
+  aclFor(record: { caller: CallerKey; aclByRoute: Map<string, AclEntry | null> }, routePath: string): AclEntry | null {
+    let entry = record.aclByRoute.get(routePath)
+    if (entry === undefined) {
+      entry = record.caller.acl.find((candidate) => candidate.matches(routePath)) ?? null
+      record.aclByRoute.set(routePath, entry)
+    }
+    return entry
+  }
+}
+
+function safeWindows(maxHits: string | null) {
+  try {
+    return parseMaxHits(maxHits)
+  } catch {
+    // Stored values were validated on the way in; an operator's hand edit that does
+    // not parse must not lock the key out, so it counts as "no limit" until fixed.
+    return []
+  }
+}

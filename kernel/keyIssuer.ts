@@ -1,0 +1,62 @@
+import { randomBytes } from 'node:crypto'
+import type { Kysely, Insertable } from 'kysely'
+import type { CoreTables } from './storage/coreTables.ts'
+import type { SecretBox } from './secrets.ts'
+
+/** Prefix that makes our keys recognisable (secret scanners, logs) - D9. */
+export const apiKeyPrefix = 'kg_'
+
+export interface NewKeyCredentials {
+  apiKey: string
+  secret: string
+}
+
+/** 128 random bits of key and 256 of secret, from crypto.randomBytes (D9). */
+export function newKeyCredentials(): NewKeyCredentials {
+  return {
+    apiKey: apiKeyPrefix + randomBytes(16).toString('base64url'),
+    secret: randomBytes(32).toString('base64url'),
+  }
+}
+
+export type KeyFields = Omit<Insertable<CoreTables['api_keys']>, 'id' | 'api_key' | 'secret_enc' | 'created_at' | 'updated_at'>
+
+export interface IssuedKey {
+  id: number
+  apiKey: string
+  secret: string
+}
+
+/**
+ * Writes a new key and its group assignment in one transaction, the secret sealed
+ * under the master key. Used by first start, the admin CLI and the keys plugin, so
+ * every key is made the same way. A taken Display_Name surfaces as the database's
+ * unique violation (see isUniqueViolation); nothing is half-written then.
+ */
+export async function issueKey(
+  db: Kysely<CoreTables>,
+  secrets: SecretBox,
+  now: number,
+  fields: KeyFields,
+  groupIds: readonly number[],
+): Promise<IssuedKey> {
+  const credentials = newKeyCredentials()
+  const id = await db.transaction().execute(async (trx) => {
+    const inserted = await trx
+      .insertInto('api_keys')
+      .values({
+        ...fields,
+        api_key: credentials.apiKey,
+        secret_enc: secrets.seal(credentials.secret, credentials.apiKey),
+        created_at: now,
+        updated_at: now,
+      })
+      .executeTakeFirstOrThrow()
+    const keyId = Number(inserted.insertId)
+    if (groupIds.length > 0) {
+      await trx.insertInto('api_key_groups').values(groupIds.map((groupId) => ({ key_id: keyId, group_id: groupId }))).execute()
+    }
+    return keyId
+  })
+  return { id, ...credentials }
+}

@@ -1,0 +1,175 @@
+/**
+ * The plugin contract. A plugin is a folder `plugins/<name>/` whose index exports a
+ * `Plugin`: its migrations, the default ACL groups it brings, and a `setup` that
+ * receives the kernel's services and returns its routes. Plugins talk to the kernel
+ * only through `KernelServices`, never to each other.
+ */
+import type { IncomingHttpHeaders } from 'node:http'
+import type { Kysely } from 'kysely'
+import type { Config } from './config.ts'
+import type { CoreTables } from './storage/coreTables.ts'
+import type { Dialect } from './storage/database.ts'
+import type { SecretBox } from './secrets.ts'
+import type { RateWindow } from './maxHits.ts'
+import type { AclMatcher } from './aclPath.ts'
+import type { HashMethod } from './signature.ts'
+
+export interface Migration {
+  up(db: Kysely<any>): Promise<void>
+}
+/** Versioned migrations, applied in name order once each; append, never edit. */
+export type Migrations = Record<string, Migration>
+
+export type ResponseFormat = 'json' | 'xml' | 'csv'
+export const responseFormats: readonly ResponseFormat[] = ['json', 'xml', 'csv']
+
+/** An ACL entry (interface 2.2) as the kernel holds it. */
+export interface AclEntry {
+  id: number
+  path: string
+  displayName: string
+  isPublic: number
+  requireHttps: number
+  requireHash: HashMethod
+  matches: AclMatcher
+}
+
+/** The authenticated key making a call. Secrets never appear here. */
+export interface CallerKey {
+  id: number
+  apiKey: string
+  displayName: string
+  parent: number
+  custno: number
+  startDate: number | null
+  endDate: number | null
+  dayPass: number
+  requireHttps: number
+  allowHours: number | null
+  responseFormat: ResponseFormat
+  logLevel: number
+  logRaw: number
+  maxHits: string | null
+  rateWindows: RateWindow[]
+  requireHash: HashMethod | null
+  createdBy: number | null
+  groupIds: number[]
+  acl: AclEntry[]
+  /** True only for a call without credentials to an Is_Public path: a tenant that owns nothing. */
+  anonymous: boolean
+}
+
+/** What a handler sees of one call. */
+export interface Call<Body = unknown, Query = Record<string, string>> {
+  readonly requestId: number
+  readonly caller: CallerKey
+  /** The parsed, schema-checked JSON body (undefined when the route takes none). */
+  readonly body: Body
+  /** Query parameters, schema-checked and coerced when the route declares a query schema. */
+  readonly query: Query
+  /** The ACL entry that allowed this call. */
+  readonly acl: AclEntry | null
+  readonly headers: IncomingHttpHeaders
+  readonly format: ResponseFormat
+  /** Extra response headers (e.g. X-Total-Count); the kernel adds its own. */
+  setHeader(name: string, value: string): void
+}
+
+export interface CachePolicy<Body, Query> {
+  ttlSeconds: number
+  /**
+   * The partition an answer belongs to; `kernel.cache.invalidate(partition)` drops all
+   * of it at once. Query string, body and format are part of the cache key anyway.
+   */
+  partition(call: Call<Body, Query>): string
+}
+
+export interface Route<Body = any, Query = any> {
+  method: 'GET' | 'POST'
+  /** The canonical path after the base path, e.g. `/Api/Read/Acl`. ACLs match this. */
+  path: string
+  /** The day code (x-apitoday) is required on this route for every key (D5). */
+  dayCode?: boolean
+  /** JSON schema of the body; a route without one takes no body. */
+  body?: object
+  /** JSON schema of the query parameters (values arrive as strings and are coerced). */
+  query?: object
+  cache?: CachePolicy<Body, Query>
+  /** Root element of XML answers, and the element of each item when the answer is a list. */
+  xml: { root: string; item?: string }
+  /** How an answer becomes CSV rows when it is not already a list of records. */
+  csv?: (result: any, call: Call<Body, Query>) => unknown[]
+  handler(call: Call<Body, Query>): unknown | Promise<unknown>
+}
+
+/** A default group a plugin brings: created at first start (and when the plugin is enabled later). */
+export interface DefaultGroup {
+  name: string
+  paths: { path: string; displayName: string; isPublic?: number; requireHttps?: number; requireHash?: HashMethod }[]
+}
+
+export interface LogRecord {
+  RequestTime: string
+  Http_Host: string | null
+  Server_Name: string | null
+  Server_Addr: string | null
+  Server_Port: number | null
+  Remote_Addr: string | null
+  Request_Scheme: string | null
+  Request_Method: string
+  Api_Acl: number | null
+  Api_Function: string
+  Request_Url: string | null
+  Http_User_Agent: string | null
+  Raw_Request: string | null
+  Response_Code: number
+  Rsponse: unknown
+  Response_Format: string | null
+  Seconds: number
+  Bandwidth: number
+}
+
+export interface WindowStatus {
+  window: RateWindow
+  remaining: number
+  resetAt: number
+}
+
+/** What the kernel lends its plugins. */
+export interface KernelServices {
+  readonly config: Config
+  readonly dialect: Dialect
+  readonly db: Kysely<CoreTables>
+  readonly clock: () => number
+  readonly secrets: SecretBox
+  readonly cache: {
+    invalidate(partition: string): void
+    /** The partition of everything cached for one key; dropped when that key changes. */
+    keyPartition(keyId: number): string
+  }
+  readonly keys: {
+    /** A key was edited or disabled: forget its auth record and its cached answers now. */
+    changed(keyId: number): void
+  }
+  readonly callLog: {
+    /** A call's record, including one still waiting in the write queue; keyId must match. */
+    find(requestId: number, keyId: number): Promise<(LogRecord & { Id: number }) | undefined>
+    history(keyId: number, options: { page: number; size: number; from?: number; to?: number; apiFunction?: string }): Promise<{ total: number; records: Record<string, unknown>[] }>
+  }
+  readonly rateLimits: {
+    status(caller: CallerKey): Promise<WindowStatus[]>
+  }
+}
+
+export interface Plugin {
+  name: string
+  migrations?: Migrations
+  defaultGroups?: DefaultGroup[]
+  setup(kernel: KernelServices): Route[] | Promise<Route[]>
+  close?(): Promise<void>
+}
+
+/** Identity helper that gives route handlers their types. */
+export function defineRoute<Body = undefined, Query = Record<string, string>>(route: Route<Body, Query>): Route<Body, Query> {
+  return route
+}

@@ -1,0 +1,41 @@
+/**
+ * Request ids (D8): made by the server, known before the log record is written and
+ * unique across processes: milliseconds since 2024 (41 bits), node id (4 bits) and a
+ * per-millisecond sequence (8 bits) = 53 bits, a safe JavaScript integer. When the
+ * sequence runs out the generator borrows the next millisecond, so ids stay unique
+ * and increasing, and an id's time is never more than a moment ahead.
+ */
+const epoch = Date.UTC(2024, 0, 1)
+const sequenceBits = 8
+const nodeBits = 4
+const lowBits = 2 ** (sequenceBits + nodeBits)
+
+export class RequestIds {
+  private lastMs = 0
+  private sequence = 0
+
+  constructor(private readonly nodeId: number, private readonly clock: () => number = Date.now) {
+    if (!Number.isInteger(nodeId) || nodeId < 0 || nodeId >= 2 ** nodeBits) throw new Error('nodeId must be 0-15')
+  }
+
+  next(): number {
+    const now = this.clock() - epoch
+    if (now > this.lastMs) {
+      this.lastMs = now
+      this.sequence = 0
+    } else if (++this.sequence >= 2 ** sequenceBits) {
+      this.lastMs++
+      this.sequence = 0
+    }
+    return this.lastMs * lowBits + this.nodeId * 2 ** sequenceBits + this.sequence
+  }
+}
+
+/** The smallest id that could have been made at `timeMs` (for purging by age). */
+export function firstIdAt(timeMs: number): number {
+  return Math.max(0, timeMs - epoch) * lowBits
+}
+
+export function timeOfId(id: number): number {
+  return Math.floor(id / lowBits) + epoch
+}

@@ -1,0 +1,234 @@
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
+import { readFileSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
+import type { Config } from './config.ts'
+import type { KernelServices, Plugin } from './plugin.ts'
+import { openDatabase, isStoreOutage, type Database } from './storage/database.ts'
+import { coreMigrations } from './storage/coreMigrations.ts'
+import { migrate } from './migrator.ts'
+import { loadMasterKey, SecretBox } from './secrets.ts'
+import { bootstrap, loadDaySecret } from './bootstrap.ts'
+import type { IssuedKey } from './keyIssuer.ts'
+import { loadPlugins } from './pluginLoader.ts'
+import { RouteTable } from './router.ts'
+import { KeyDirectory } from './keyDirectory.ts'
+import { RateLimits, rateLimitHeaders } from './rateLimits.ts'
+import { RequestIds } from './requestId.ts'
+import { ResponseCache } from './responseCache.ts'
+import { CallLog } from './callLog.ts'
+import { Exchange, type Answer } from './exchange.ts'
+import { runPipeline, type Stage } from './pipeline.ts'
+import { ApiError } from './errors.ts'
+import { readBodyStage } from './stages/readBody.ts'
+import { authenticateStage } from './stages/authenticate.ts'
+import { authorizeStage, secureTransport } from './stages/authorize.ts'
+import { rateLimitStage } from './stages/rateLimit.ts'
+import { parseInputStage } from './stages/parseInput.ts'
+import { cacheLookupStage } from './stages/cache.ts'
+import { handleStage } from './stages/handle.ts'
+import { callLogger } from './stages/log.ts'
+
+export interface KernelOptions {
+  config: Config
+  /** Plugins given directly, beside those enabled by name in config (tests, embedders). */
+  plugins?: Plugin[]
+  clock?: () => number
+  /** Where unexpected errors go (default: stderr). */
+  report?: (error: unknown) => void
+}
+
+export interface Kernel {
+  readonly config: Config
+  readonly services: KernelServices
+  readonly database: Database
+  /** The root admin key when this start created it (first start), else null. */
+  readonly createdRootKey: IssuedKey | null
+  readonly daySecret: Buffer
+  listen(): Promise<{ port: number; url: string }>
+  close(): Promise<void>
+}
+
+const plainText = 'text/plain; charset=utf-8'
+
+function errorAnswer(message: string, status: number, headers: [string, string][] = []): Answer {
+  return { status, body: Buffer.from(message), contentType: plainText, headers }
+}
+
+/** Starts one kernel instance: database, migrations, first start, plugins, pipeline. Not yet listening. */
+export async function createKernel(options: KernelOptions): Promise<Kernel> {
+  const { config } = options
+  const clock = options.clock ?? Date.now
+  const report = options.report ?? ((error: unknown) => console.error(error))
+  const plugins = await loadPlugins(config.plugins, options.plugins)
+  const database = openDatabase(config)
+  const { db, dialect } = database
+  try {
+    await migrate(db, 'kernel', coreMigrations(dialect))
+    for (const plugin of plugins) if (plugin.migrations) await migrate(db, plugin.name, plugin.migrations)
+  } catch (error) {
+    await database.close()
+    throw error
+  }
+  const secrets = new SecretBox(loadMasterKey(config.masterKey, config.dataDir))
+  const daySecret = await loadDaySecret(db, secrets)
+  const createdRootKey = await bootstrap(db, secrets, plugins, { dataDir: config.dataDir, now: clock() })
+
+  const keys = new KeyDirectory(db, secrets, clock, config.cache.maxEntries, config.cache.keyTtlSeconds)
+  const rateLimits = new RateLimits()
+  const requestIds = new RequestIds(config.nodeId, clock)
+  const cache = new ResponseCache(config.cache.maxEntries)
+  const callLog = new CallLog(db, config.log, clock, report)
+  callLog.startPurging()
+
+  const services: KernelServices = {
+    config,
+    dialect,
+    db,
+    clock,
+    secrets,
+    cache: {
+      invalidate: (partition) => cache.invalidate(partition),
+      keyPartition: (keyId) => `key:${keyId}`,
+    },
+    keys: {
+      changed(keyId) {
+        keys.forget(keyId)
+        cache.invalidate(`key:${keyId}`)
+      },
+    },
+    callLog: {
+      find: (requestId, keyId) => callLog.find(requestId, keyId),
+      history: (keyId, query) => callLog.history(keyId, query),
+    },
+    rateLimits: { status: (caller) => rateLimits.status(caller, clock()) },
+  }
+
+  const routes = new RouteTable(config.basePath)
+  for (const plugin of plugins) {
+    for (const route of await plugin.setup(services)) routes.add(plugin.name, route)
+  }
+
+  const isSecure = secureTransport(new Set(config.trustProxy))
+  const stages: Stage[] = [
+    readBodyStage(config.bodyLimit),
+    authenticateStage({ keys, rateLimits, requestIds, daySecret, clock }),
+    authorizeStage(isSecure),
+    rateLimitStage(rateLimits),
+    parseInputStage(),
+    cacheLookupStage(cache),
+    handleStage(cache),
+  ]
+  const logCall = callLogger(callLog, config, isSecure)
+  const basePathLength = config.basePath.length
+  const notFound = errorAnswer('Error: Not found.', 404)
+
+  function send(response: ServerResponse, answer: Answer, exchange: Exchange | null): void {
+    const headers: [string, string][] = [['Content-Type', answer.contentType], ['Content-Length', String(answer.body.length)]]
+    if (exchange !== null) {
+      if (exchange.requestId !== 0) headers.push(['x-RequestID', String(exchange.requestId)])
+      if (exchange.rate !== null) headers.push(...rateLimitHeaders(exchange.rate))
+    }
+    for (const header of answer.headers) headers.push(header)
+    response.writeHead(answer.status, headers.flat() as unknown as string[])
+    response.end(answer.body)
+  }
+
+  function failure(error: unknown): Answer {
+    if (error instanceof ApiError) {
+      return errorAnswer(error.message, error.status, error.headers ? Object.entries(error.headers) : [])
+    }
+    if (isStoreOutage(error)) {
+      report(error)
+      return errorAnswer('Error: Service temporarily unavailable, try again shortly.', 503, [['Retry-After', '2']])
+    }
+    report(error)
+    return errorAnswer('Error: Internal error.', 500)
+  }
+
+  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const url = request.url ?? '/'
+    const queryAt = url.indexOf('?')
+    const mounted = routes.find(request.method ?? 'GET', queryAt === -1 ? url : url.slice(0, queryAt))
+    if (mounted === null) {
+      request.resume()
+      return send(response, notFound, null)
+    }
+    const exchange = new Exchange(request, response, mounted, basePathLength, clock())
+    let answer: Answer
+    try {
+      await runPipeline(stages, exchange)
+      answer = exchange.answer!
+    } catch (error) {
+      answer = failure(error)
+      if (answer.status === 413) response.setHeader('Connection', 'close')
+    }
+    if (exchange.requestId !== 0) {
+      // A full log queue makes the call wait (backpressure) instead of losing its record.
+      const room = callLog.admit()
+      if (room) await room
+      logCall(exchange, answer.status, answer.body, exchange.format)
+    }
+    send(response, answer, exchange)
+  }
+
+  const serverOptions = {
+    maxHeaderSize: config.timeouts.maxHeaderSize,
+    requestTimeout: config.timeouts.requestMs,
+    headersTimeout: config.timeouts.headersMs,
+    keepAliveTimeout: config.timeouts.keepAliveMs,
+    // Node checks the two timeouts above on this interval; the default (30 s) is too slow.
+    connectionsCheckingInterval: 1000,
+  }
+  const listener = (request: IncomingMessage, response: ServerResponse) => {
+    handle(request, response).catch((error) => {
+      report(error)
+      if (!response.headersSent) send(response, errorAnswer('Error: Internal error.', 500), null)
+    })
+  }
+  const server: Server = config.tls
+    ? createHttpsServer({ ...serverOptions, cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) }, listener)
+    : createHttpServer(serverOptions, listener)
+  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return socket.destroy()
+    const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
+    const message = status === 431 ? 'Error: Request headers are too large.' : status === 408 ? 'Error: Request timed out.' : 'Error: Malformed HTTP request.'
+    socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\nContent-Type: ${plainText}\r\nContent-Length: ${Buffer.byteLength(message)}\r\nConnection: close\r\n\r\n${message}`)
+  })
+
+  let closing: Promise<void> | null = null
+  return {
+    config,
+    services,
+    database,
+    createdRootKey,
+    daySecret,
+    listen() {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject)
+        server.listen(config.port, config.host, () => {
+          server.off('error', reject)
+          const { port } = server.address() as AddressInfo
+          const host = config.host.includes(':') ? `[${config.host}]` : config.host
+          resolve({ port, url: `${config.tls ? 'https' : 'http'}://${host}:${port}${config.basePath}` })
+        })
+      })
+    },
+    close() {
+      closing ??= (async () => {
+        // Stop accepting; idle keep-alive sockets close now, busy ones after their answer.
+        await new Promise<void>((resolve) => {
+          if (!server.listening) return resolve()
+          server.close(() => resolve())
+          server.closeIdleConnections()
+          // In-flight calls get their time; a client that never lets go does not hold us up.
+          setTimeout(() => server.closeAllConnections(), config.timeouts.requestMs).unref()
+        })
+        await callLog.close()
+        for (const plugin of plugins) await plugin.close?.()
+        await database.close()
+      })()
+      return closing
+    },
+  }
+}

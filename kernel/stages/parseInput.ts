@@ -1,0 +1,67 @@
+import type { ErrorObject } from 'ajv'
+import type { Stage } from '../pipeline.ts'
+import { ApiError, badRequest } from '../errors.ts'
+import { chooseFormat } from '../encoders.ts'
+
+const jsonType = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
+
+/** Turns Ajv's first error into a message naming the field (D6: clear 400s). */
+export function describeSchemaError(error: ErrorObject, where: 'body' | 'query'): string {
+  const field = error.instancePath ? error.instancePath.slice(1).replaceAll('/', '.') : ''
+  switch (error.keyword) {
+    case 'required':
+      return `${(error.params as { missingProperty: string }).missingProperty} is required.`
+    case 'additionalProperties':
+      return `${field ? field + '.' : ''}${(error.params as { additionalProperty: string }).additionalProperty} is not a known ${where === 'body' ? 'field' : 'parameter'}.`
+    case 'enum':
+      return `${field || where} must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.join(', ')}.`
+    default:
+      return `${field || where} ${error.message}.`
+  }
+}
+
+/** Response format, query parameters and JSON body: 400/415 for what does not fit the route. */
+export function parseInputStage(): Stage {
+  return {
+    name: 'input',
+    run(exchange) {
+      const { route, validateBody, validateQuery } = exchange.mounted
+      const params = exchange.queryString === '' ? null : new URLSearchParams(exchange.queryString)
+      const query: Record<string, unknown> = {}
+      let format: string | undefined
+      if (params) {
+        for (const [name, value] of params) {
+          if (name === 'format') format = value
+          else if (name in query) throw badRequest(`Query parameter ${name} is given more than once.`)
+          else query[name] = value
+        }
+      }
+      const chosen = chooseFormat(format, exchange.request.headers.accept, exchange.caller.responseFormat)
+      if (chosen === null) throw badRequest('format must be one of json, xml, csv.')
+      exchange.format = chosen
+      if (validateQuery) {
+        if (!validateQuery(query)) throw badRequest(describeSchemaError(validateQuery.errors![0], 'query'))
+      }
+      exchange.query = query
+
+      const raw = exchange.rawBody
+      if (!validateBody) return
+      let body: unknown = {}
+      if (raw !== undefined && raw.length > 0) {
+        const contentType = exchange.request.headers['content-type']
+        if (contentType === undefined || !jsonType.test(contentType)) {
+          throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The body must be JSON, sent with Content-Type: application/json.')
+        }
+        const text = raw.toString('utf8')
+        if (text.includes('\uFFFD') && !raw.equals(Buffer.from(text, 'utf8'))) throw badRequest('The body is not valid UTF-8.')
+        try {
+          body = JSON.parse(text)
+        } catch {
+          throw badRequest('The body is not valid JSON.')
+        }
+      }
+      if (!validateBody(body)) throw badRequest(describeSchemaError(validateBody.errors![0], 'body'))
+      exchange.body = body
+    },
+  }
+}

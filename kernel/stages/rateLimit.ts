@@ -1,0 +1,22 @@
+import type { Stage } from '../pipeline.ts'
+import { ApiError } from '../errors.ts'
+import { rateLimitHeaders, type RateLimits } from '../rateLimits.ts'
+
+/** D7: one point per call in each MaxHits window; 429 with Retry-After when any is spent. */
+export function rateLimitStage(rateLimits: RateLimits): Stage {
+  return {
+    name: 'rate-limit',
+    run(exchange) {
+      if (exchange.caller.rateWindows.length === 0) return
+      return rateLimits.consume(exchange.caller).then((decision) => {
+        exchange.rate = decision
+        if (decision && !decision.allowed) {
+          const headers: Record<string, string> = { 'Retry-After': String(Math.max(1, Math.ceil(decision.resetMs / 1000))) }
+          throw new ApiError('TOO_MANY_REQUESTS', `Rate limit exceeded (${decision.window.count}/${decision.window.label})`, headers)
+        }
+      })
+    },
+  }
+}
+
+export { rateLimitHeaders }

@@ -1,0 +1,97 @@
+import { sql, type Kysely } from 'kysely'
+import { portableTable, type Dialect } from './database.ts'
+import type { Migrations } from '../plugin.ts'
+
+/** Versioned migrations of the kernel's tables (CoreTables). Append, never edit. */
+export function coreMigrations(dialect: Dialect): Migrations {
+  const table = (db: Kysely<unknown>, name: string) => portableTable(dialect, db.schema.createTable(name))
+  const autoId = dialect === 'mysql' ? 'bigint' : 'integer'
+  return {
+    '0001-access': {
+      async up(db) {
+        await table(db, 'api_acl')
+          .addColumn('id', autoId, (c) => c.primaryKey().autoIncrement())
+          .addColumn('path', 'varchar(255)', (c) => c.notNull())
+          .addColumn('display_name', 'varchar(255)', (c) => c.notNull())
+          .addColumn('is_public', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('require_https', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('require_hash', 'integer', (c) => c.notNull().defaultTo(0))
+          .execute()
+        await table(db, 'api_groups')
+          .addColumn('id', autoId, (c) => c.primaryKey().autoIncrement())
+          .addColumn('display_name', 'varchar(255)', (c) => c.notNull().unique())
+          .execute()
+        await table(db, 'api_group_acl')
+          .addColumn('group_id', 'bigint', (c) => c.notNull())
+          .addColumn('acl_id', 'bigint', (c) => c.notNull())
+          .addPrimaryKeyConstraint('api_group_acl_pk', ['group_id', 'acl_id'])
+          .execute()
+        await table(db, 'api_keys')
+          .addColumn('id', autoId, (c) => c.primaryKey().autoIncrement())
+          .addColumn('api_key', 'varchar(64)', (c) => c.notNull().unique())
+          .addColumn('secret_enc', 'varchar(255)', (c) => c.notNull())
+          .addColumn('display_name', 'varchar(255)', (c) => c.notNull())
+          .addColumn('parent', 'bigint', (c) => c.notNull())
+          .addColumn('custno', 'bigint', (c) => c.notNull())
+          .addColumn('email', 'varchar(255)')
+          .addColumn('phone', 'varchar(100)')
+          .addColumn('start_date', 'bigint')
+          .addColumn('end_date', 'bigint')
+          .addColumn('day_pass', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('require_https', 'integer', (c) => c.notNull().defaultTo(1))
+          .addColumn('allow_hours', 'double precision')
+          .addColumn('response_format', 'varchar(8)', (c) => c.notNull().defaultTo('json'))
+          .addColumn('log_level', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('log_raw', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('max_hits', 'varchar(255)')
+          .addColumn('require_hash', 'integer')
+          .addColumn('created_by', 'bigint')
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('updated_at', 'bigint', (c) => c.notNull())
+          .addUniqueConstraint('api_keys_parent_name', ['parent', 'display_name'])
+          .execute()
+        await db.schema.createIndex('api_keys_created_by').on('api_keys').column('created_by').execute()
+        await table(db, 'api_key_groups')
+          .addColumn('key_id', 'bigint', (c) => c.notNull())
+          .addColumn('group_id', 'bigint', (c) => c.notNull())
+          .addPrimaryKeyConstraint('api_key_groups_pk', ['key_id', 'group_id'])
+          .execute()
+        await table(db, 'kernel_settings')
+          .addColumn('name', 'varchar(100)', (c) => c.primaryKey())
+          .addColumn('value', 'text', (c) => c.notNull())
+          .execute()
+      },
+    },
+    '0002-call-log': {
+      async up(db) {
+        const longText = dialect === 'mysql' ? sql`mediumtext` : sql`text`
+        await table(db, 'api_log')
+          .addColumn('id', 'bigint', (c) => c.primaryKey())
+          .addColumn('key_id', 'bigint')
+          .addColumn('request_time', 'bigint', (c) => c.notNull())
+          .addColumn('http_host', 'varchar(255)')
+          .addColumn('server_name', 'varchar(100)')
+          .addColumn('server_addr', 'varchar(64)')
+          .addColumn('server_port', 'integer')
+          .addColumn('remote_addr', 'varchar(64)')
+          .addColumn('request_scheme', 'varchar(8)')
+          .addColumn('request_method', 'varchar(8)', (c) => c.notNull())
+          .addColumn('api_acl', 'bigint')
+          .addColumn('api_function', 'varchar(255)', (c) => c.notNull())
+          .addColumn('request_url', 'text')
+          .addColumn('http_user_agent', 'text')
+          .addColumn('raw_request', longText)
+          .addColumn('response_code', 'integer', (c) => c.notNull())
+          .addColumn('response', longText)
+          .addColumn('response_format', 'varchar(8)')
+          .addColumn('seconds', 'double precision', (c) => c.notNull())
+          .addColumn('bandwidth', 'integer', (c) => c.notNull())
+          .addColumn('detail_until', 'bigint', (c) => c.notNull())
+          .execute()
+        // A key's history page, newest first; and the two retention sweeps.
+        await db.schema.createIndex('api_log_key_id').on('api_log').columns(['key_id', 'id']).execute()
+        await db.schema.createIndex('api_log_detail_until').on('api_log').column('detail_until').execute()
+      },
+    },
+  }
+}

@@ -1,0 +1,82 @@
+import type { Generated } from 'kysely'
+
+/**
+ * The kernel's own tables: what authentication, ACL, rate limits and the call log
+ * need. Plugins may query them through the kernel's Kysely handle (they are part of
+ * the kernel contract); a plugin's own tables are declared in the plugin.
+ * Times are stored as epoch milliseconds, so both engines compare them the same way.
+ */
+export interface CoreTables {
+  api_acl: {
+    id: Generated<number>
+    path: string
+    display_name: string
+    is_public: number
+    require_https: number
+    require_hash: number
+  }
+  api_groups: {
+    id: Generated<number>
+    display_name: string
+  }
+  api_group_acl: {
+    group_id: number
+    acl_id: number
+  }
+  api_keys: {
+    id: Generated<number>
+    api_key: string
+    /** AES-256-GCM under the master key (D9); never the plaintext. */
+    secret_enc: string
+    display_name: string
+    parent: number
+    custno: number
+    email: string | null
+    phone: string | null
+    start_date: number | null
+    end_date: number | null
+    day_pass: Generated<number>
+    require_https: Generated<number>
+    allow_hours: number | null
+    response_format: Generated<string>
+    log_level: Generated<number>
+    log_raw: Generated<number>
+    max_hits: string | null
+    require_hash: number | null
+    created_by: number | null
+    created_at: number
+    updated_at: number
+  }
+  api_key_groups: {
+    key_id: number
+    group_id: number
+  }
+  api_log: {
+    id: number
+    key_id: number | null
+    request_time: number
+    http_host: string | null
+    server_name: string | null
+    server_addr: string | null
+    server_port: number | null
+    remote_addr: string | null
+    request_scheme: string | null
+    request_method: string
+    api_acl: number | null
+    api_function: string
+    request_url: string | null
+    http_user_agent: string | null
+    raw_request: string | null
+    response_code: number
+    response: string | null
+    response_format: string | null
+    seconds: number
+    bandwidth: number
+    /** After this time the detail columns are cleared (D8 retention). */
+    detail_until: number
+  }
+  kernel_settings: {
+    name: string
+    value: string
+  }
+}

@@ -1,0 +1,85 @@
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { Kysely, MysqlDialect, SqliteDialect, sql, type CreateTableBuilder } from 'kysely'
+import SQLite from 'better-sqlite3'
+import { createPool } from 'mysql2'
+import type { CoreTables } from './coreTables.ts'
+
+export type Dialect = 'sqlite' | 'mysql'
+
+/** One database for the kernel and its plugins: a typed Kysely handle over SQLite or MySQL. */
+export interface Database {
+  readonly dialect: Dialect
+  /** Typed over the kernel's tables; plugins widen it with `db.withTables<TheirTables>()`. */
+  readonly db: Kysely<CoreTables>
+  close(): Promise<void>
+}
+
+export function openDatabase(options: { databaseUrl: string | null; dataDir: string }): Database {
+  if (options.databaseUrl) return openMysql(options.databaseUrl)
+  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 })
+  const file = new SQLite(join(options.dataDir, 'keygate.sqlite'))
+  file.pragma('journal_mode = WAL')
+  file.pragma('synchronous = NORMAL')
+  file.pragma('busy_timeout = 5000')
+  file.pragma('foreign_keys = ON')
+  const db = new Kysely<CoreTables>({ dialect: new SqliteDialect({ database: file }) })
+  return { dialect: 'sqlite', db, close: () => db.destroy() }
+}
+
+function openMysql(url: string): Database {
+  const parsed = new URL(url)
+  const pool = createPool({
+    host: parsed.hostname,
+    port: Number(parsed.port || 3306),
+    user: decodeURIComponent(parsed.username),
+    password: decodeURIComponent(parsed.password),
+    database: decodeURIComponent(parsed.pathname.slice(1)),
+    connectionLimit: Number(parsed.searchParams.get('connectionLimit') ?? 10),
+    charset: 'utf8mb4_bin',
+    timezone: 'Z',
+    connectTimeout: 5000,
+    // Large ids are < 2^53 by construction (D8), so numbers are safe.
+    supportBigNumbers: true,
+    bigNumberStrings: false,
+    enableKeepAlive: true,
+  })
+  const db = new Kysely<CoreTables>({ dialect: new MysqlDialect({ pool }) })
+  return { dialect: 'mysql', db, close: () => db.destroy() }
+}
+
+/**
+ * Table options that make MySQL behave like SQLite where it matters to us: utf8mb4
+ * for any Unicode, and a binary collation so uniqueness and lookups are exact.
+ */
+export function portableTable<T extends string, C extends string>(
+  dialect: Dialect,
+  builder: CreateTableBuilder<T, C>,
+): CreateTableBuilder<T, C> {
+  return dialect === 'mysql'
+    ? builder.modifyEnd(sql`engine=InnoDB default charset=utf8mb4 collate=utf8mb4_bin`)
+    : builder
+}
+
+const uniqueViolationCodes = new Set(['ER_DUP_ENTRY', 'SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT_PRIMARYKEY'])
+
+export function isUniqueViolation(error: unknown): boolean {
+  return uniqueViolationCodes.has((error as { code?: string })?.code ?? '')
+}
+
+const outageCodes = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH',
+  'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT', 'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN',
+  'ER_LOCK_WAIT_TIMEOUT', 'ER_LOCK_DEADLOCK', 'ER_OPTION_PREVENTS_STATEMENT', 'ER_RECORD_FILE_FULL',
+  'SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_FULL', 'SQLITE_IOERR', 'SQLITE_CANTOPEN', 'SQLITE_READONLY',
+  'ENOSPC', 'EROFS',
+])
+
+/** True for errors that mean "the store is not reachable or usable right now" (D6: 503). */
+export function isStoreOutage(error: unknown): boolean {
+  const code = (error as { code?: string })?.code ?? ''
+  if (outageCodes.has(code)) return true
+  if (code.startsWith('SQLITE_IOERR') || code.startsWith('SQLITE_BUSY')) return true
+  const message = (error as Error)?.message ?? ''
+  return /Pool is closed|connect ECONNREFUSED|Connection lost|Can't add new command when connection is in closed state|closed state/.test(message)
+}
