@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs'
+import { chmodSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { Kysely, MysqlDialect, SqliteDialect, sql, type CreateTableBuilder } from 'kysely'
 import SQLite from 'better-sqlite3'
@@ -18,7 +18,10 @@ export interface Database {
 export function openDatabase(options: { databaseUrl: string | null; dataDir: string }): Database {
   if (options.databaseUrl) return openMysql(options.databaseUrl)
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 })
-  const file = new SQLite(join(options.dataDir, 'keygate.sqlite'))
+  const path = join(options.dataDir, 'keygate.sqlite')
+  const file = new SQLite(path)
+  // The database holds sealed secrets and people's data: owner only (WAL files follow it).
+  chmodSync(path, 0o600)
   file.pragma('journal_mode = WAL')
   file.pragma('synchronous = NORMAL')
   file.pragma('busy_timeout = 5000')

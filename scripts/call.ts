@@ -1,0 +1,70 @@
+/**
+ * A signing client: `npm run --silent call -- METHOD PATH [--body JSON] [--today CODE]
+ * [--key-file F] [--base URL] [--header 'Name: value']...`. Signs with the kernel's own
+ * code (D4) and prints status, headers and body. PATH is after the base path, e.g.
+ * /Api/Read/Acl or '/People/Read/Missing?page=2'. The key comes from --key-file
+ * (default <DATA_DIR>/admin-key.json) or KEYGATE_API_KEY + KEYGATE_API_SECRET.
+ */
+import { parseArgs } from 'node:util'
+import { readFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { signedHeaders } from '../kernel/signature.ts'
+import { loadConfig } from '../kernel/config.ts'
+
+const usage = `usage: npm run --silent call -- METHOD PATH [--body JSON] [--today CODE] [--key-file FILE] [--base URL] [--header 'Name: value']...`
+
+function fail(message: string): never {
+  console.error(`call: ${message}`)
+  process.exit(2)
+}
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    body: { type: 'string' }, today: { type: 'string' }, 'key-file': { type: 'string' }, base: { type: 'string' },
+    header: { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' },
+  },
+})
+if (values.help || positionals.length !== 2) fail(usage)
+const [method, path] = [positionals[0].toUpperCase(), positionals[1]]
+if (!path.startsWith('/')) fail('PATH starts with / and comes after the base path, e.g. /Api/Read/Acl')
+
+const config = loadConfig()
+let key: { apiKey: string; secret: string }
+if (process.env.KEYGATE_API_KEY && process.env.KEYGATE_API_SECRET && !values['key-file']) {
+  key = { apiKey: process.env.KEYGATE_API_KEY, secret: process.env.KEYGATE_API_SECRET }
+} else {
+  const file = resolve(values['key-file'] ?? join(config.dataDir, 'admin-key.json'))
+  try {
+    const stored = JSON.parse(readFileSync(file, 'utf8'))
+    key = { apiKey: stored.Api_Key, secret: stored.Api_Secret }
+  } catch (error) {
+    fail(`cannot read the key file ${file}: ${(error as Error).message}`)
+  }
+}
+if (values.body !== undefined) {
+  try {
+    JSON.parse(values.body)
+  } catch {
+    fail('--body is not valid JSON')
+  }
+}
+const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host
+const base = values.base ?? `${config.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${config.port}${config.basePath}`
+const headers: Record<string, string> = signedHeaders(key, method, path, values.body, { today: values.today })
+if (values.body !== undefined) headers['content-type'] = 'application/json'
+for (const line of values.header ?? []) {
+  const colon = line.indexOf(':')
+  if (colon < 1) fail(`--header '${line}' is not 'Name: value'`)
+  headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim()
+}
+try {
+  const response = await fetch(base + path, { method, headers, body: values.body })
+  console.log(`HTTP ${response.status} ${response.statusText}`)
+  for (const [name, value] of response.headers) console.log(`${name}: ${value}`)
+  console.log('')
+  console.log(await response.text())
+  process.exitCode = response.ok ? 0 : 1
+} catch (error) {
+  fail(`cannot reach ${base}: ${(error as Error & { cause?: Error }).cause?.message ?? (error as Error).message}`)
+}
