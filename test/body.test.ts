@@ -1,0 +1,79 @@
+import t from 'tap'
+import { connect } from 'node:net'
+import { forEachDatabase, startService } from './helpers/service.ts'
+import { probePlugin } from './helpers/probePlugin.ts'
+
+t.test('request bodies', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, plugins: [probePlugin] })
+
+    t.same((await service.call('POST', '/Probe/Body', { body: { Name: 'Zoë', Count: 3 } })).json, { Name: 'Zoë', Count: 3 })
+
+    const badJson = await service.call('POST', '/Probe/Body', { rawBody: '{"Name": "x",' })
+    t.equal(badJson.status, 400)
+    t.equal(badJson.text, 'Error: The body is not valid JSON.')
+    t.match(badJson.headers.get('x-requestid'), /^\d+$/)
+
+    const wrongType = await service.call('POST', '/Probe/Body', { rawBody: 'Name=x', contentType: 'application/x-www-form-urlencoded' })
+    t.equal(wrongType.status, 415)
+    t.equal(wrongType.text, 'Error: The body must be JSON, sent with Content-Type: application/json.')
+    t.equal((await service.call('POST', '/Probe/Body', { rawBody: '{"Name":"x"}', contentType: 'application/json; charset=utf-8' })).status, 200)
+    t.equal((await service.call('POST', '/Probe/Body', { rawBody: '{"Name":"x"}', contentType: 'application/vnd.keygate+json' })).status, 200)
+
+    const missing = await service.call('POST', '/Probe/Body', { body: {} })
+    t.equal(missing.status, 400)
+    t.equal(missing.text, 'Error: Name is required.')
+    const unknownField = await service.call('POST', '/Probe/Body', { body: { Name: 'x', Extra: 1 } })
+    t.equal(unknownField.text, 'Error: Extra is not a known field.')
+    const wrongFieldType = await service.call('POST', '/Probe/Body', { body: { Name: 'x', Count: 'many' } })
+    t.equal(wrongFieldType.text, 'Error: Count must be integer.')
+    t.equal((await service.call('POST', '/Probe/Body', { body: [1, 2] })).status, 400, 'an array is not the object the route takes')
+    const deep = '['.repeat(100_000) + ']'.repeat(100_000)
+    t.equal((await service.call('POST', '/Probe/Body', { rawBody: deep })).status, 400, 'deep nesting')
+    t.equal((await service.call('POST', '/Probe/Body', { rawBody: Buffer.from([0x7b, 0x22, 0x4e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]) })).status, 400, 'invalid UTF-8')
+
+    const large = await service.call('POST', '/Probe/Body', { rawBody: JSON.stringify({ Name: 'x'.repeat(1024 * 1024) }) })
+    t.equal(large.status, 413)
+    t.equal(large.text, 'Error: Request body is larger than 1048576 bytes.')
+
+    // A body over the limit without Content-Length (chunked) is cut off as it streams.
+    const chunkedStatus = await new Promise<number>((resolve, reject) => {
+      const socket = connect(service.port, '127.0.0.1')
+      let data = ''
+      socket.on('data', (chunk) => {
+        data += chunk
+        if (data.includes('\r\n')) {
+          resolve(Number(data.split(' ')[1]))
+          socket.destroy()
+        }
+      })
+      socket.on('error', reject)
+      socket.write('POST /v1.0/Probe/Body HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n')
+      const chunk = 'a'.repeat(64 * 1024)
+      for (let index = 0; index < 20; index++) socket.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`)
+    })
+    t.equal(chunkedStatus, 413)
+    t.equal((await service.call('GET', '/Probe/Echo')).status, 200, 'the service keeps answering')
+  }),
+)
+
+t.test('formats (D12)', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, plugins: [probePlugin] })
+    const xml = await service.call('GET', '/Probe/Echo?format=xml')
+    t.equal(xml.headers.get('content-type'), 'application/xml; charset=utf-8')
+    t.match(xml.text, /^<\?xml version="1.0" encoding="UTF-8"\?>\s*<Echo>\s*<Key>Root administrator<\/Key>/)
+    const csv = await service.call('GET', '/Probe/Echo', { headers: { accept: 'text/csv' } })
+    t.equal(csv.headers.get('content-type'), 'text/csv; charset=utf-8')
+    t.equal(csv.text, 'Key,Acl\r\nRoot administrator,/Probe/Echo')
+    const json = await service.call('GET', '/Probe/Echo', { headers: { accept: 'text/html, application/json' } })
+    t.equal(json.headers.get('content-type'), 'application/json; charset=utf-8')
+    const unknown = await service.call('GET', '/Probe/Echo?format=yaml')
+    t.equal(unknown.status, 400)
+    t.equal(unknown.text, 'Error: format must be one of json, xml, csv.')
+    const formula = await service.call('POST', '/Probe/Body?format=csv', { body: { Name: '=HYPERLINK("http://evil")' } })
+    t.equal(formula.text.split('\r\n')[1], `"'=HYPERLINK(""http://evil"")",0`, 'CSV cells that start a formula are neutralised')
+    const error = await service.call('GET', '/Probe/Deep?format=xml')
+    t.equal(error.headers.get('content-type'), 'text/plain; charset=utf-8', 'errors are plain text whatever the format')
+  }),
+)

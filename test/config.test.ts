@@ -1,0 +1,59 @@
+import t from 'tap'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { loadConfig, ConfigError } from '../kernel/config.ts'
+
+t.test('defaults, file, environment, in that order', async (t) => {
+  const config = loadConfig({}, {})
+  t.equal(config.host, '127.0.0.1')
+  t.equal(config.port, 8080)
+  t.equal(config.basePath, '/v1.0')
+  t.equal(config.databaseUrl, null)
+  t.same(config.plugins, ['keys', 'acl', 'log', 'people'])
+  t.equal(config.bodyLimit, 1048576)
+  const folder = mkdtempSync(join(tmpdir(), 'keygate-config-'))
+  t.teardown(() => rmSync(folder, { recursive: true, force: true }))
+  const file = join(folder, 'config.json')
+  writeFileSync(file, JSON.stringify({ port: 9000, plugins: ['acl'], log: { recordDays: 10 } }))
+  const fromFile = loadConfig({}, { CONFIG_FILE: file })
+  t.equal(fromFile.port, 9000)
+  t.same(fromFile.plugins, ['acl'])
+  t.equal(fromFile.log.recordDays, 10)
+  t.equal(fromFile.log.detailDays, 7, 'nested defaults survive a partial section')
+  const fromEnv = loadConfig({}, { CONFIG_FILE: file, PORT: '9100', PLUGINS: 'acl, keys', DATABASE_URL: 'mysql://u:p@db:3306/keygate' })
+  t.equal(fromEnv.port, 9100, 'environment beats the file')
+  t.same(fromEnv.plugins, ['acl', 'keys'])
+  t.equal(fromEnv.databaseUrl, 'mysql://u:p@db:3306/keygate')
+})
+
+t.test('a bad setting names itself', async (t) => {
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ PORT: 'eighty' }, /PORT must be a whole number, got 'eighty'/],
+    [{ PORT: '70000' }, /invalid setting port: must be <= 65535 \(got 70000\)/],
+    [{ DATABASE_URL: 'postgres://x' }, /invalid setting databaseUrl: must match pattern/],
+    [{ PLUGINS: 'keys,Bad Name' }, /invalid setting plugins\.1/],
+    [{ MASTER_KEY: 'short' }, /invalid setting masterKey/],
+    [{ NODE_ID: '16' }, /invalid setting nodeId/],
+    [{ BASE_PATH: 'v1' }, /invalid setting basePath/],
+  ]
+  for (const [env, message] of cases) {
+    let thrown: unknown
+    try {
+      loadConfig({}, env)
+    } catch (error) {
+      thrown = error
+    }
+    t.ok(thrown instanceof ConfigError, `${JSON.stringify(env)} is refused`)
+    t.match((thrown as Error)?.message, message)
+  }
+  t.throws(() => loadConfig({ unknown: 1 } as never, {}), /unknown setting 'unknown'/)
+})
+
+t.test('npm start with a bad setting stops with one line and a non-zero exit', async (t) => {
+  const result = spawnSync(process.execPath, ['--import', 'tsx', 'kernel/main.ts'], { env: { ...process.env, PORT: '-1' }, encoding: 'utf8', timeout: 30_000 })
+  t.equal(result.status, 1)
+  t.equal(result.stderr.trim().split('\n').length, 1)
+  t.match(result.stderr, /^keygate: invalid setting port: must be >= 0/)
+})
