@@ -32,6 +32,9 @@ export class CallLog {
   private waiters: (() => void)[] = []
   private retryDelayMs = 100
   private closed = false
+  /** Waiting calls let go whose records are not appended yet (they hold room in the queue). */
+  private woken = 0
+  private purging: Promise<{ detailsCleared: number; recordsDeleted: number }> | null = null
 
   constructor(
     private readonly db: Kysely<CoreTables>,
@@ -47,7 +50,10 @@ export class CallLog {
 
   /** Resolves at once while there is room; otherwise when a flush has made some. */
   admit(): Promise<void> | undefined {
-    if (this.queue.length < this.options.queueMax) return undefined
+    if (this.queue.length + this.woken < this.options.queueMax && this.waiters.length === 0) return undefined
+    // A full queue is being written already (append scheduled it); waiting for that
+    // write, in arrival order, is the backpressure.
+    this.flushSoon(0)
     return new Promise((resolve) => this.waiters.push(resolve))
   }
 
@@ -58,6 +64,12 @@ export class CallLog {
   }
 
   append(row: LogRow): void {
+    if (this.closed) {
+      // Only a call cut off by the shutdown deadline gets here; its client got no answer.
+      this.report(new Error(`call log closed: record ${row.id} of an unanswered call not written`))
+      return
+    }
+    if (this.woken > 0) this.woken--
     this.queue.push(row)
     this.pending.set(row.id, row)
     if (this.queue.length >= this.options.batchSize) this.flushSoon(0)
@@ -79,6 +91,7 @@ export class CallLog {
     if (this.flushing) return this.flushing
     this.flushing = this.writeAll().finally(() => {
       this.flushing = null
+      this.wakeWaiters()
       if (this.queue.length > 0 && !this.closed) this.flushSoon(this.retryDelayMs)
     })
     return this.flushing
@@ -87,29 +100,48 @@ export class CallLog {
   private async writeAll(): Promise<void> {
     while (this.queue.length > 0) {
       const batch = this.queue.slice(0, this.options.batchSize)
+      let written = batch.length
       try {
-        await this.db.insertInto('api_log').values(batch).execute()
-        this.retryDelayMs = 100
-      } catch (error) {
-        if (isStoreOutage(error)) {
-          // Keep the batch; it is retried with backoff and stays readable meanwhile.
-          this.retryDelayMs = Math.min(this.retryDelayMs * 2, 5000)
-          this.report(error)
-          return
+        try {
+          await this.db.insertInto('api_log').values(batch).execute()
+        } catch (error) {
+          if (isStoreOutage(error)) throw error
+          written = 0
+          await this.writeOneByOne(batch, () => written++)
         }
-        await this.writeOneByOne(batch)
+      } catch (error) {
+        // An outage: keep what is not written; it is retried with backoff and stays
+        // readable from the queue meanwhile.
+        this.done(written)
+        this.retryDelayMs = Math.min(this.retryDelayMs * 2, 5000)
+        this.report(error)
+        return
       }
-      this.queue.splice(0, batch.length)
-      for (const row of batch) this.pending.delete(row.id)
-      const waiters = this.waiters
-      this.waiters = []
-      for (const wake of waiters) wake()
+      this.retryDelayMs = 100
+      this.done(written)
+    }
+  }
+
+  /** The first `count` queued records are in the database: drop them from the queue. */
+  private done(count: number): void {
+    if (count === 0) return
+    for (const row of this.queue.splice(0, count)) this.pending.delete(row.id)
+    this.wakeWaiters()
+  }
+
+  // Only as many waiting calls as there is room for go on (counting those woken but not
+  // yet appended), so the queue stays bounded by queueMax even when many calls waited.
+  private wakeWaiters(): void {
+    let room = this.options.queueMax - this.queue.length - this.woken
+    while (room-- > 0 && this.waiters.length > 0) {
+      this.woken++
+      this.waiters.shift()!()
     }
   }
 
   // A batch refused for a reason other than an outage (a duplicate id from a
   // misconfigured nodeId, say) is written row by row so one bad row loses only itself.
-  private async writeOneByOne(batch: LogRow[]): Promise<void> {
+  private async writeOneByOne(batch: LogRow[], settled: () => void): Promise<void> {
     for (const row of batch) {
       try {
         await this.db.insertInto('api_log').values(row).execute()
@@ -117,6 +149,7 @@ export class CallLog {
         if (isStoreOutage(error)) throw error
         this.report(error)
       }
+      settled()
     }
   }
 
@@ -127,12 +160,18 @@ export class CallLog {
     return row ? toLogRecord(row) : undefined
   }
 
+  /**
+   * A key's calls, newest first. The time range is applied to the request id (its time
+   * part), so the (key_id, id) index serves the filter, the order and the page alike.
+   * Queued records are written first, so the page includes every answered call.
+   */
   async history(keyId: number, options: { page: number; size: number; from?: number; to?: number; apiFunction?: string }) {
     await this.flush()
     let query = this.db.selectFrom('api_log').where('key_id', '=', keyId)
     if (options.from !== undefined) query = query.where('id', '>=', firstIdAt(options.from))
     if (options.to !== undefined) query = query.where('id', '<', firstIdAt(options.to + 1))
-    if (options.apiFunction !== undefined) query = query.where('api_function', '=', options.apiFunction)
+    // Paths are case-insensitive (D1); the key's id range is small enough to compare lowered.
+    if (options.apiFunction !== undefined) query = query.where((eb) => eb(eb.fn('lower', ['api_function']), '=', options.apiFunction!.toLowerCase()))
     const [{ total }] = await query.select((eb) => eb.fn.countAll<number>().as('total')).execute()
     const rows = await query
       .select(['id', 'request_time', 'request_method', 'api_function', 'api_acl', 'response_code', 'seconds', 'bandwidth'])
@@ -155,30 +194,60 @@ export class CallLog {
     }
   }
 
-  /** One retention pass (D8): clears expired details, then deletes expired records, in small batches. */
+  /**
+   * One retention pass (D8): clears expired details, then deletes expired records.
+   * Each statement touches at most `purgeBatch` rows found through an index (detail_until,
+   * or the primary key whose ids grow with time), so no statement holds the table for
+   * long, and calls are served between batches. Error messages (4xx/5xx answers) are
+   * not details: they stay as long as their record.
+   */
   async purge(): Promise<{ detailsCleared: number; recordsDeleted: number }> {
+    if (this.purging) return this.purging
+    this.purging = this.purgeBatches().finally(() => {
+      this.purging = null
+    })
+    return this.purging
+  }
+
+  private async purgeBatches(): Promise<{ detailsCleared: number; recordsDeleted: number }> {
     const now = this.clock()
+    const batch = this.options.purgeBatch
     let detailsCleared = 0
     let recordsDeleted = 0
     for (;;) {
-      const ids = await this.db.selectFrom('api_log').select('id').where('detail_until', '>', 0).where('detail_until', '<=', now)
-        .limit(this.options.purgeBatch).execute()
-      if (ids.length === 0) break
+      const rows = await this.db.selectFrom('api_log').select('id')
+        .where('detail_until', '>', 0).where('detail_until', '<=', now)
+        .orderBy('detail_until').limit(batch).execute()
+      if (rows.length === 0) break
       await this.db.updateTable('api_log')
-        .set({ request_url: null, http_user_agent: null, raw_request: null, response: null, detail_until: 0 })
-        .where('id', 'in', ids.map((row) => row.id)).execute()
-      detailsCleared += ids.length
-      if (ids.length < this.options.purgeBatch) break
+        .set((eb) => ({
+          request_url: null,
+          http_user_agent: null,
+          raw_request: null,
+          response: eb.case().when('response_code', '>=', 400).then(eb.ref('response')).else(null).end(),
+          detail_until: 0,
+        }))
+        .where('id', 'in', rows.map((row) => row.id)).execute()
+      detailsCleared += rows.length
+      if (rows.length < batch || this.closed) break
+      await betweenBatches()
     }
     const oldest = firstIdAt(now - this.options.recordDays * 86_400_000)
     for (;;) {
-      const ids = await this.db.selectFrom('api_log').select('id').where('id', '<', oldest).limit(this.options.purgeBatch).execute()
-      if (ids.length === 0) break
-      await this.db.deleteFrom('api_log').where('id', 'in', ids.map((row) => row.id)).execute()
-      recordsDeleted += ids.length
-      if (ids.length < this.options.purgeBatch) break
+      const rows = await this.db.selectFrom('api_log').select('id').where('id', '<', oldest).orderBy('id').limit(batch).execute()
+      if (rows.length === 0) break
+      await this.db.deleteFrom('api_log').where('id', 'in', rows.map((row) => row.id)).execute()
+      recordsDeleted += rows.length
+      if (rows.length < batch || this.closed) break
+      await betweenBatches()
     }
     return { detailsCleared, recordsDeleted }
+  }
+
+  /** The highest request id written so far (0 when none): request ids resume after it. */
+  async lastId(): Promise<number> {
+    const row = await this.db.selectFrom('api_log').select((eb) => eb.fn.max('id').as('last')).executeTakeFirst()
+    return row?.last === null || row?.last === undefined ? 0 : Number(row.last)
   }
 
   get queued(): number {
@@ -190,25 +259,40 @@ export class CallLog {
     this.closed = true
     if (this.timer) clearTimeout(this.timer)
     if (this.purgeTimer) clearInterval(this.purgeTimer)
+    // A purge under way stops after its current batch; let it, before the database closes.
+    await this.purging?.catch(() => undefined)
     const giveUpAt = Date.now() + deadlineMs
     while (this.queue.length > 0 && Date.now() < giveUpAt) {
       await this.flush()
       if (this.queue.length > 0) await new Promise((resolve) => setTimeout(resolve, this.retryDelayMs))
     }
     if (this.queue.length > 0) this.report(new Error(`${this.queue.length} call log records could not be written before shutdown`))
+    // Calls still waiting for room go on (their records are reported above, not lost silently).
+    for (const wake of this.waiters.splice(0)) wake()
   }
 }
 
+/**
+ * Rsponse as stored: a successful answer is kept as JSON whatever format it was sent in
+ * (see stages/log.ts), so it is given back as the value it was; error messages and
+ * answers served from cache in XML/CSV are text.
+ */
 function parsedResponse(row: Selectable<CoreTables['api_log']>): unknown {
-  if (row.response === null || row.response === undefined) return null
-  if (row.response_format === 'json' && row.response_code < 400) {
+  const text = row.response
+  if (text === null || text === undefined) return null
+  if (Number(row.response_code) < 400 && (row.response_format === 'json' || text.startsWith('{') || text.startsWith('['))) {
     try {
-      return JSON.parse(row.response)
+      return JSON.parse(text)
     } catch {
-      return row.response
+      return text
     }
   }
-  return row.response
+  return text
+}
+
+/** Lets the event loop serve calls between two purge batches. */
+function betweenBatches(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve))
 }
 
 export function toLogRecord(row: Selectable<CoreTables['api_log']>): LogRecord & { Id: number } {

@@ -18,6 +18,18 @@ export class RequestIds {
     if (!Number.isInteger(nodeId) || nodeId < 0 || nodeId >= 2 ** nodeBits) throw new Error('nodeId must be 0-15')
   }
 
+  /**
+   * Continues strictly after `lastId` (the highest id already in the log), so a
+   * restart on a clock that was set back, or a test's fixed clock, cannot make an id
+   * twice. When the clock is ahead of it, this changes nothing.
+   */
+  resumeAfter(lastId: number): void {
+    const lastMs = Math.floor(lastId / lowBits)
+    if (lastMs < this.lastMs) return
+    this.lastMs = lastMs
+    this.sequence = 2 ** sequenceBits - 1
+  }
+
   next(): number {
     const now = this.clock() - epoch
     if (now > this.lastMs) {

@@ -79,6 +79,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const requestIds = new RequestIds(config.nodeId, clock)
   const cache = new ResponseCache(config.cache.maxEntries)
   const callLog = new CallLog(db, config.log, clock, report)
+  requestIds.resumeAfter(await callLog.lastId())
   callLog.startPurging()
 
   const services: KernelServices = {
@@ -113,8 +114,9 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const stages: Stage[] = [
     readBodyStage(config.bodyLimit),
     authenticateStage({ keys, rateLimits, requestIds, daySecret, clock }),
-    authorizeStage(isSecure),
+    // Before the ACL check, so a key probing paths it may not call spends its MaxHits too.
     rateLimitStage(rateLimits),
+    authorizeStage(isSecure),
     parseInputStage(),
     cacheLookupStage(cache),
     handleStage(cache),

@@ -7,7 +7,11 @@ import type { IncomingMessage } from 'node:http'
 const credentialHeaders = new Set(['authorization', 'x-apikey', 'x-apidate', 'x-apihmac', 'x-apitoday'])
 const maxStoredBody = 64 * 1024
 
-/** The effective log level (D8): the x-LogLevel header if it is a number, else the key's LogLevel. */
+/**
+ * The effective log level (D8): the x-LogLevel header if it is a whole number, else the
+ * key's LogLevel. A malformed header is ignored rather than refused: logging is the
+ * caller's convenience, not part of the call.
+ */
 export function logLevelOf(exchange: Exchange): number {
   const header = exchange.request.headers['x-loglevel']
   if (typeof header === 'string' && /^\d{1,2}$/.test(header.trim())) return Number(header)
@@ -16,6 +20,12 @@ export function logLevelOf(exchange: Exchange): number {
 
 function clip(text: string): string {
   return text.length > maxStoredBody ? `${text.slice(0, maxStoredBody)}...[${text.length - maxStoredBody} more characters]` : text
+}
+
+// A new key's Api_Secret is in the answer of create/edit: it must not live on in the log.
+const secretField = /secret|password/i
+function withoutSecrets(name: string, value: unknown): unknown {
+  return secretField.test(name) && (typeof value === 'string' || typeof value === 'number') ? '[redacted]' : value
 }
 
 function rawRequest(request: IncomingMessage, body: Buffer | undefined): string {
@@ -28,26 +38,44 @@ function rawRequest(request: IncomingMessage, body: Buffer | undefined): string 
 }
 
 /**
- * Builds the call's log record at its level (D8) and queues it. Level 0 keeps what
- * the call was and how it ended; 1 adds where it came from and went to; 2 or more
- * adds the URL, user agent, raw request and the answer's body.
+ * The answer as logged at level 2: the handler's value as JSON (whatever format it was
+ * sent in, so a log reader gets the value back, and secret fields redacted); an answer
+ * served from the response cache has no value at hand and is kept as sent.
+ */
+function loggedAnswer(exchange: Exchange, body: Buffer): string {
+  if (exchange.result !== undefined) return clip(JSON.stringify(exchange.result, withoutSecrets))
+  return clip(body.toString('utf8'))
+}
+
+/**
+ * Builds the call's log record at its level (D8) and queues it. What each level stores
+ * (docs/rate-limits-and-logs.md has the table):
+ * - 0: RequestTime, Remote_Addr, Request_Method, Api_Acl, Api_Function, Response_Code,
+ *   Response_Format, Seconds, Bandwidth, and Rsponse for error answers (the short
+ *   `Error: ...` text, kept as long as the record);
+ * - 1: adds Http_Host, Server_Name, Server_Addr, Server_Port, Request_Scheme;
+ * - 2 or more: adds the details Request_Url, Http_User_Agent, Raw_Request (credentials
+ *   redacted) and Rsponse of successful answers; details expire after LogRaw days.
  */
 export function callLogger(callLog: CallLog, config: Config, isSecure: (request: IncomingMessage) => boolean) {
+  const serverName = config.serverName
   return (exchange: Exchange, status: number, body: Buffer, format: string): void => {
     const request = exchange.request
     const level = logLevelOf(exchange)
+    const medium = level >= 1
     const detailed = level >= 2
+    const failed = status >= 400
     const socket = request.socket
     const row: LogRow = {
       id: exchange.requestId,
       key_id: exchange.caller.anonymous ? null : exchange.caller.id,
       request_time: exchange.startedAt,
-      http_host: level >= 1 ? (request.headers.host ?? null) : null,
-      server_name: level >= 1 ? config.serverName : null,
-      server_addr: level >= 1 ? (socket.localAddress?.replace(/^::ffff:/, '') ?? null) : null,
-      server_port: level >= 1 ? (socket.localPort ?? null) : null,
+      http_host: medium ? (request.headers.host ?? null) : null,
+      server_name: medium ? serverName : null,
+      server_addr: medium ? (socket.localAddress?.replace(/^::ffff:/, '') ?? null) : null,
+      server_port: medium ? (socket.localPort ?? null) : null,
       remote_addr: peerAddress(request),
-      request_scheme: level >= 1 ? (isSecure(request) ? 'HTTPS' : 'HTTP') : null,
+      request_scheme: medium ? (isSecure(request) ? 'HTTPS' : 'HTTP') : null,
       request_method: request.method ?? 'GET',
       api_acl: exchange.acl?.id ?? null,
       api_function: exchange.mounted.route.path,
@@ -55,9 +83,8 @@ export function callLogger(callLog: CallLog, config: Config, isSecure: (request:
       http_user_agent: detailed ? (request.headers['user-agent'] ?? null) : null,
       raw_request: detailed ? rawRequest(request, exchange.rawBody) : null,
       response_code: status,
-      // Error messages are short and always kept; answers only at level 2.
-      response: detailed || status >= 400 ? clip(body.toString('utf8')) : null,
-      response_format: status >= 400 ? 'text' : format,
+      response: failed ? clip(body.toString('utf8')) : detailed ? loggedAnswer(exchange, body) : null,
+      response_format: failed ? 'text' : format,
       seconds: Math.round(performance.now() - exchange.startedTick) / 1000,
       bandwidth: (exchange.rawBody?.length ?? 0) + body.length,
       detail_until: detailed ? callLog.detailUntil(exchange.startedAt, exchange.caller.logRaw) : 0,

@@ -1,9 +1,180 @@
-import type { Plugin } from '../../kernel/plugin.ts'
+import { defineRoute, type CallerKey, type KernelServices, type Plugin, type WindowStatus } from '../../kernel/plugin.ts'
+import { badRequest, notFound } from '../../kernel/errors.ts'
+import { httpDate, parseInputDate } from '../../kernel/apiDate.ts'
 
-/** Placeholder until the log plugin lands; it mounts no routes yet. */
-const plugin: Plugin = {
-  name: 'log',
-  setup: () => [],
+/**
+ * The call-log plugin (interface 2.3, 4.4, 4.6; D7, D8): a key reads the log record of
+ * one of its own calls, the list of its recent calls, and the state of its rate limits.
+ * The records themselves are written by the kernel's log stage for every call.
+ */
+
+// One text for "no such record" and "another key's record": nobody learns which (D6).
+const noSuchRecord = 'Error: No log record with that LogRequestId for this key.'
+
+/** x-RequestID values are copied from a header, so the id is taken as a number or a string of digits. */
+const logRequestSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['LogRequestId'],
+  properties: {
+    LogRequestId: {
+      anyOf: [
+        { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
+        { type: 'string', pattern: '^[0-9]{1,16}$' },
+      ],
+    },
+  },
 }
 
-export default plugin
+const historyDefaults = { page: 1, size: 100 }
+const historySchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    page: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+    size: { type: 'integer', minimum: 1, maximum: 1000 },
+    From: { type: 'string', maxLength: 64 },
+    To: { type: 'string', maxLength: 64 },
+    Function: { type: 'string', minLength: 1, maxLength: 255 },
+  },
+}
+
+interface LogRequest { LogRequestId: number | string }
+interface HistoryRequest { page?: number; size?: number; From?: string; To?: string; Function?: string }
+
+/**
+ * Repeated reads of one record come from the response cache. A record never changes
+ * after its call answered, except that retention clears its details; a short life
+ * bounds how long a purged detail can still be read from the cache.
+ */
+const logReadTtlSeconds = 60
+
+const timeUnits: [seconds: number, singular: string, plural: string][] = [
+  [86_400, 'Day', 'Days'],
+  [3600, 'Hour', 'Hours'],
+  [60, 'Minute', 'Minutes'],
+]
+
+/** `"42 Seconds"`, `"5 Minutes"`, `"3 Hours"`, `"12 Days"`: whole units, rounded up, so it never says 0 while a wait remains. */
+export function timeLeftText(milliseconds: number): string {
+  const seconds = Math.max(0, Math.ceil(milliseconds / 1000))
+  for (const [unit, singular, plural] of timeUnits) {
+    // Switch to a unit only when it still says something precise enough (2 or more).
+    if (seconds >= 2 * unit) {
+      const count = Math.ceil(seconds / unit)
+      return `${count} ${count === 1 ? singular : plural}`
+    }
+  }
+  return `${seconds} ${seconds === 1 ? 'Second' : 'Seconds'}`
+}
+
+/** The D7 shape of GET /api/read/limits, one member per window in MaxHits order. */
+export function limitsAnswer(windows: WindowStatus[], now: number): Record<string, { Limit: number; Remain: number; ResetDate: string; TimeLeft: string }> {
+  const answer: Record<string, { Limit: number; Remain: number; ResetDate: string; TimeLeft: string }> = {}
+  for (const status of windows) {
+    answer[status.window.label] = {
+      Limit: status.window.count,
+      Remain: status.remaining,
+      ResetDate: httpDate(status.resetAt),
+      TimeLeft: timeLeftText(status.resetAt - now),
+    }
+  }
+  return answer
+}
+
+function inputTime(text: string | undefined, field: string): number | undefined {
+  if (text === undefined) return undefined
+  const time = parseInputDate(text)
+  if (time === null) throw badRequest(`${field} must be an HTTP-date (Sun, 22 Nov 2026 08:49:37 GMT) or RFC 3339 (2026-11-22T08:49:37Z).`)
+  return time
+}
+
+async function readLog(kernel: KernelServices, caller: CallerKey, body: LogRequest) {
+  const record = caller.anonymous ? undefined : await kernel.callLog.find(Number(body.LogRequestId), caller.id)
+  if (!record) throw notFound(noSuchRecord)
+  // The declared record of interface 2.3 in its declared order, then the two extras of D8.
+  return {
+    RequestTime: record.RequestTime,
+    Http_Host: record.Http_Host,
+    Server_Name: record.Server_Name,
+    Server_Addr: record.Server_Addr,
+    Server_Port: record.Server_Port,
+    Remote_Addr: record.Remote_Addr,
+    Request_Scheme: record.Request_Scheme,
+    Request_Method: record.Request_Method,
+    Api_Acl: record.Api_Acl,
+    Api_Function: record.Api_Function,
+    Request_Url: record.Request_Url,
+    Http_User_Agent: record.Http_User_Agent,
+    Raw_Request: record.Raw_Request,
+    Response_Code: record.Response_Code,
+    Rsponse: record.Rsponse,
+    Bandwidth: record.Bandwidth,
+    Response_Format: record.Response_Format,
+    Seconds: record.Seconds,
+  }
+}
+
+interface HistoryAnswer { Total: number; Page: string; Calls: Record<string, unknown>[] }
+
+async function readHistory(kernel: KernelServices, caller: CallerKey, body: HistoryRequest): Promise<HistoryAnswer> {
+  const page = body.page ?? historyDefaults.page
+  const size = body.size ?? historyDefaults.size
+  const from = inputTime(body.From, 'From')
+  const to = inputTime(body.To, 'To')
+  if (from !== undefined && to !== undefined && from > to) throw badRequest('From must not be later than To.')
+  const { total, records } = caller.anonymous
+    ? { total: 0, records: [] }
+    : await kernel.callLog.history(caller.id, { page, size, from, to, apiFunction: body.Function })
+  const pages = Math.max(1, Math.ceil(total / size))
+  return { Total: total, Page: `${page} of ${pages}`, Calls: records }
+}
+
+const logPlugin: Plugin = {
+  name: 'log',
+  defaultGroups: [
+    {
+      name: 'Call log reader',
+      paths: [
+        { path: '/Api/Read/Log', displayName: 'Read the log record of one of your calls' },
+        { path: '/Api/Read/History', displayName: 'List your recent calls' },
+        { path: '/Api/Read/Limits', displayName: 'Read the state of your rate limits' },
+      ],
+    },
+  ],
+  setup(kernel) {
+    return [
+      defineRoute<LogRequest>({
+        method: 'POST',
+        path: '/Api/Read/Log',
+        body: logRequestSchema,
+        cache: { ttlSeconds: logReadTtlSeconds, partition: (call) => kernel.cache.keyPartition(call.caller.id) },
+        xml: { root: 'Log' },
+        handler: (call) => readLog(kernel, call.caller, call.body),
+      }),
+      defineRoute<HistoryRequest>({
+        method: 'POST',
+        path: '/Api/Read/History',
+        body: historySchema,
+        xml: { root: 'History', item: 'Call' },
+        // CSV is one row per call; the totals go to headers as for other paged lists (D12).
+        csv: (result: HistoryAnswer, call) => {
+          call.setHeader('X-Total-Count', String(result.Total))
+          call.setHeader('X-Page', result.Page)
+          return result.Calls
+        },
+        handler: (call) => readHistory(kernel, call.caller, call.body),
+      }),
+      defineRoute({
+        method: 'GET',
+        path: '/Api/Read/Limits',
+        xml: { root: 'Limits' },
+        // Not cached: it is the live state. The call itself has been counted by the
+        // rate-limit stage already, so Remain includes it.
+        handler: async (call) => limitsAnswer(await kernel.rateLimits.status(call.caller), kernel.clock()),
+      }),
+    ]
+  },
+}
+
+export default logPlugin
