@@ -1,0 +1,85 @@
+import t from 'tap'
+import { connect, type Socket } from 'node:net'
+import { startService } from './helpers/service.ts'
+import { probePlugin } from './helpers/probePlugin.ts'
+
+/** Resolves with the ms until the server closed the socket, and what it sent. */
+function closedAfter(socket: Socket): Promise<{ ms: number; data: string }> {
+  const started = Date.now()
+  let data = ''
+  socket.on('data', (chunk) => (data += chunk))
+  return new Promise((resolve) => socket.on('close', () => resolve({ ms: Date.now() - started, data })))
+}
+
+t.test('slow and abusive clients are cut off; others are still served', async (t) => {
+  const service = await startService(t, {
+    kind: 'sqlite',
+    plugins: [probePlugin],
+    config: { timeouts: { headersMs: 1000, requestMs: 2000, keepAliveMs: 1000, maxHeaderSize: 16384 } },
+  })
+
+  await t.test('headers trickled (slowloris)', async (t) => {
+    const socket = connect(service.port, '127.0.0.1')
+    socket.on('error', () => undefined)
+    socket.write('GET /v1.0/Probe/Echo HTTP/1.1\r\nHost: x\r\n')
+    const timer = setInterval(() => socket.writable && socket.write('X-Slow: 1\r\n'), 200)
+    const { ms, data } = await closedAfter(socket)
+    clearInterval(timer)
+    t.ok(ms < 4000, `closed after ${ms} ms`)
+    t.match(data, /^(HTTP\/1\.1 408|$)/)
+  })
+
+  await t.test('a body trickled forever', async (t) => {
+    const socket = connect(service.port, '127.0.0.1')
+    socket.on('error', () => undefined)
+    socket.write('POST /v1.0/Probe/Body HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{')
+    const timer = setInterval(() => socket.writable && socket.write(' '), 200)
+    const { ms } = await closedAfter(socket)
+    clearInterval(timer)
+    t.ok(ms < 6000, `closed after ${ms} ms`)
+  })
+
+  await t.test('an oversized header block', async (t) => {
+    const socket = connect(service.port, '127.0.0.1')
+    socket.on('error', () => undefined)
+    socket.write(`GET /v1.0/Probe/Echo HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(32 * 1024)}\r\n\r\n`)
+    const { data } = await closedAfter(socket)
+    t.match(data, /^HTTP\/1\.1 431 /)
+  })
+
+  await t.test('many idle keep-alive connections', async (t) => {
+    const sockets = await Promise.all(Array.from({ length: 500 }, () => new Promise<Socket>((resolve) => {
+      const socket = connect(service.port, '127.0.0.1', () => resolve(socket))
+      socket.on('error', () => undefined)
+    })))
+    t.equal((await service.call('GET', '/Probe/Echo')).status, 200, 'answers while 500 sockets idle')
+    const closed = await Promise.all(sockets.map((socket) => closedAfter(socket)))
+    t.ok(closed.every(({ ms }) => ms < 5000), 'idle sockets are closed by the server')
+  })
+
+  t.equal((await service.call('GET', '/Probe/Echo')).status, 200, 'still answering')
+})
+
+t.test('close() finishes in-flight calls, then stops', async (t) => {
+  let release: () => void = () => undefined
+  const gate = new Promise<void>((resolve) => (release = resolve))
+  const slowPlugin = {
+    name: 'slow',
+    defaultGroups: [{ name: 'Slow', paths: [{ path: '/Slow', displayName: 'slow' }] }],
+    setup: () => [{ method: 'GET' as const, path: '/Slow', xml: { root: 'Slow' }, handler: async () => { await gate; return { Done: 1 } } }],
+  }
+  const service = await startService(t, { kind: 'sqlite', plugins: [slowPlugin] })
+  const inFlight = service.call('GET', '/Slow')
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  const closing = service.stop()
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  await fetch(`${service.base}/Slow`).then(
+    () => t.fail('a new connection after close() must be refused'),
+    () => t.pass('new connections are refused while closing'),
+  )
+  release()
+  const answer = await inFlight
+  t.equal(answer.status, 200, 'the in-flight call got its answer')
+  t.same(answer.json, { Done: 1 })
+  await closing
+})
