@@ -1,0 +1,310 @@
+import Papa from 'papaparse'
+import { Ajv } from 'ajv'
+import type { Insertable } from 'kysely'
+import { badRequest, notFound } from '../../kernel/errors.ts'
+import { isUniqueViolation } from '../../kernel/storage/database.ts'
+import { describeSchemaError } from '../../kernel/stages/parseInput.ts'
+import { columnsFromInput, editableFields, personFieldProperties, recordColumns, todayText, type PersonColumns, type PersonInput, type RecordRow } from './fields.ts'
+import { custnoFor } from './queries.ts'
+import { inScope, type PeopleDb, type Scope } from './scope.ts'
+import type { PeopleTable } from './tables.ts'
+
+/**
+ * Bulk import for HR systems (D13): importinit -> importmass (any number of batches)
+ * -> importterm. Rows are matched on Source_Id inside their customer and upserted.
+ *
+ * A batch is checked row by row first; bad rows are rejected with their row number and
+ * reason, and all good rows are then written in one transaction together with the
+ * import's counters and rejections, so a batch is either written whole or not at all.
+ */
+
+export const maxBatchRows = 10_000
+/** How many rejections importterm lists (all are counted); each batch answer lists all of its own. */
+export const maxListedRejections = 1_000
+
+/** Rows per multi-row statement: far below SQLite's 32,766 and MySQL's 65,535 placeholders at 27 columns. */
+const rowsPerStatement = 500
+
+// Import rows are checked by the plugin, not the route schema, so one bad row rejects
+// that row instead of the whole batch. Compiled once, at load.
+const rowAjv = new Ajv({ allErrors: false, strict: false })
+const checkRow = rowAjv.compile({ type: 'object', additionalProperties: false, properties: personFieldProperties })
+
+const importFieldNames = [...editableFields.map((field) => field.name), 'Custno']
+const importFieldByLowerName = new Map(importFieldNames.map((name) => [name.toLowerCase(), name]))
+
+export interface Rejection {
+  Row: number
+  Source_Id: string
+  Reason: string
+}
+
+export interface BatchAnswer {
+  ImportId: number
+  Batch: number
+  Rows: number
+  Added: number
+  Changed: number
+  Unchanged: number
+  Rejected: number
+  Rejections: Rejection[]
+}
+
+export interface ImportSummary {
+  ImportId: number
+  Batches: number
+  Added: number
+  Changed: number
+  Unchanged: number
+  Terminated: number
+  Rejected: number
+  Rejections: (Rejection & { Batch: number })[]
+}
+
+export async function startImport(db: PeopleDb, scope: Scope, keyId: number, now: number): Promise<{ ImportId: number }> {
+  const inserted = await db.insertInto('people_imports')
+    .values({ parent: scope.parent, custno: scope.custno, key_id: keyId, started: now })
+    .executeTakeFirstOrThrow()
+  return { ImportId: Number(inserted.insertId) }
+}
+
+/** An import belongs to the scope of the key that started it; only keys of that same scope continue it. */
+async function openImport(db: PeopleDb, scope: Scope, importId: number) {
+  const found = await db.selectFrom('people_imports').selectAll()
+    .where('id', '=', importId).where('parent', '=', scope.parent).where('custno', '=', scope.custno)
+    .executeTakeFirst()
+  if (!found) throw notFound(`Import ${importId} not found.`)
+  if (found.finished !== null) throw badRequest(`Import ${importId} is already finished.`)
+  return found
+}
+
+/** One row of a batch as sent, and its 1-based number in the batch (for CSV: the line after the header is 1). */
+interface SentRow {
+  row: number
+  fields: unknown
+  problem?: string
+}
+
+/** The rows of a CSV batch, parsed by papaparse with the first line as header. */
+function rowsFromCsv(text: string): SentRow[] {
+  const parsed = Papa.parse<Record<string, string>>(text, { header: true, skipEmptyLines: 'greedy', transformHeader: (header) => header.trim() })
+  const header = parsed.meta.fields ?? []
+  const unknown = header.filter((name) => !importFieldByLowerName.has(name.toLowerCase()))
+  if (unknown.length > 0) throw badRequest(`Unknown CSV column ${unknown.map((name) => `'${name}'`).join(', ')}. Columns: ${importFieldNames.join(', ')}.`)
+  if (parsed.data.length > maxBatchRows) throw badRequest(`A batch holds at most ${maxBatchRows} rows; this one has ${parsed.data.length}.`)
+  const problems = new Map<number, string>()
+  for (const error of parsed.errors) if (error.row !== undefined && !problems.has(error.row)) problems.set(error.row, `${error.message}.`)
+  return parsed.data.map((record, index) => {
+    const fields: PersonInput = {}
+    for (const [name, value] of Object.entries(record)) {
+      const field = importFieldByLowerName.get(name.toLowerCase())
+      if (field === undefined || value === undefined) continue
+      if (field === 'Custno') {
+        // An empty Custno cell means "not given"; any other text must be a whole number.
+        if (value.trim() !== '') fields.Custno = /^\d{1,15}$/.test(value.trim()) ? Number(value.trim()) : (value as never)
+      } else {
+        fields[field] = value
+      }
+    }
+    return { row: index + 1, fields, problem: problems.get(index) }
+  })
+}
+
+/** A row that passed every check, ready to write. */
+interface GoodRow {
+  row: number
+  custno: number
+  sourceId: string
+  columns: PersonColumns
+}
+
+/** Checks one row; answers the reason when it cannot be written. */
+function checkSentRow(sent: SentRow, scope: Scope): GoodRow | string {
+  if (sent.problem) return sent.problem
+  if (sent.fields === null || typeof sent.fields !== 'object' || Array.isArray(sent.fields)) return 'The row is not an object.'
+  if (!checkRow(sent.fields)) return describeSchemaError(checkRow.errors![0], 'body')
+  const input = sent.fields as PersonInput
+  const custno = custnoFor(scope, input.Custno)
+  if (typeof custno === 'string') return custno
+  const columns = columnsFromInput(input)
+  if (typeof columns === 'string') return columns
+  if (!columns.source_id) return 'Source_Id is required.'
+  if (!columns.last_name) return 'LastName is required.'
+  return { row: sent.row, custno, sourceId: columns.source_id, columns }
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const result: T[][] = []
+  for (let at = 0; at < items.length; at += size) result.push(items.slice(at, at + size))
+  return result
+}
+
+/** Column values of a new person: every column named, so one multi-row insert fits all rows. */
+function newPersonValues(good: GoodRow, parent: number, importId: number, now: number): Insertable<PeopleTable> {
+  const values: Record<string, unknown> = {}
+  for (const field of editableFields) values[field.column] = null
+  Object.assign(values, { gender: 'U', has_photo: 0 }, good.columns)
+  return { ...(values as Insertable<PeopleTable>), parent, custno: good.custno, created: now, date_edit: now, seen_import: importId }
+}
+
+function differs(existing: RecordRow, columns: PersonColumns): boolean {
+  for (const [column, value] of Object.entries(columns)) {
+    if (!(column in existing)) continue // has_photo follows photo
+    const stored = (existing as Record<string, unknown>)[column]
+    if ((stored === null ? null : typeof value === 'number' ? Number(stored) : stored) !== value) return true
+  }
+  return false
+}
+
+export interface BatchResult {
+  answer: BatchAnswer
+  /** The customers whose people were added or changed: their cached listings are stale. */
+  touchedCustnos: number[]
+}
+
+export async function importBatch(
+  db: PeopleDb,
+  scope: Scope,
+  batch: { ImportId: number; People?: unknown[]; Csv?: string },
+  now: number,
+): Promise<BatchResult> {
+  if ((batch.People === undefined) === (batch.Csv === undefined)) throw badRequest('Send either People (a JSON array) or Csv (CSV text with a header line).')
+  const importId = batch.ImportId
+  await openImport(db, scope, importId)
+  const sent: SentRow[] = batch.Csv !== undefined ? rowsFromCsv(batch.Csv) : batch.People!.map((fields, index) => ({ row: index + 1, fields }))
+  if (sent.length > maxBatchRows) throw badRequest(`A batch holds at most ${maxBatchRows} rows; this one has ${sent.length}.`)
+
+  const rejections: Rejection[] = []
+  const good: GoodRow[] = []
+  const firstRowOf = new Map<string, number>()
+  for (const row of sent) {
+    const checked = checkSentRow(row, scope)
+    if (typeof checked === 'string') {
+      const sourceId = (row.fields as { Source_Id?: unknown } | null)?.Source_Id
+      rejections.push({ Row: row.row, Source_Id: typeof sourceId === 'string' ? sourceId : '', Reason: checked })
+      continue
+    }
+    const identity = `${checked.custno}\u0000${checked.sourceId}`
+    const first = firstRowOf.get(identity)
+    if (first !== undefined) {
+      rejections.push({ Row: row.row, Source_Id: checked.sourceId, Reason: `Source_Id '${checked.sourceId}' repeats row ${first} of this batch.` })
+      continue
+    }
+    firstRowOf.set(identity, row.row)
+    good.push(checked)
+  }
+
+  try {
+    return await db.transaction().execute(async (trx) => {
+      // Counting the batch first also locks the import's row (MySQL), so two batches of
+      // one import take turns, and a batch racing importterm cannot land after it.
+      const counted = await trx.updateTable('people_imports').set((eb) => ({ batches: eb('batches', '+', 1) }))
+        .where('id', '=', importId).where('finished', 'is', null).executeTakeFirst()
+      if (Number(counted.numUpdatedRows) !== 1) throw badRequest(`Import ${importId} is already finished.`)
+      const { batches: batchNumber } = await trx.selectFrom('people_imports').select('batches').where('id', '=', importId).executeTakeFirstOrThrow()
+
+      const existing = new Map<string, RecordRow>()
+      for (const part of chunks(good, rowsPerStatement)) {
+        const rows = await trx.selectFrom('people').select(recordColumns).where(inScope(scope))
+          .where('source_id', 'in', part.map((row) => row.sourceId)).execute()
+        for (const row of rows) existing.set(`${Number(row.custno)}\u0000${row.source_id}`, row)
+      }
+
+      const added: GoodRow[] = []
+      const unchangedIds: number[] = []
+      let changed = 0
+      const touched = new Set<number>()
+      for (const row of good) {
+        const stored = existing.get(`${row.custno}\u0000${row.sourceId}`)
+        if (stored === undefined) {
+          added.push(row)
+          touched.add(row.custno)
+        } else if (differs(stored, row.columns)) {
+          await trx.updateTable('people').set({ ...row.columns, date_edit: now, seen_import: importId }).where('id', '=', stored.id).execute()
+          changed++
+          touched.add(row.custno)
+        } else {
+          unchangedIds.push(Number(stored.id))
+        }
+      }
+      for (const part of chunks(added, rowsPerStatement)) {
+        await trx.insertInto('people').values(part.map((row) => newPersonValues(row, scope.parent, importId, now))).execute()
+      }
+      // Unchanged people keep their DateEdit; they are only marked as seen by this import.
+      for (const part of chunks(unchangedIds, rowsPerStatement)) {
+        await trx.updateTable('people').set({ seen_import: importId }).where('id', 'in', part).execute()
+      }
+      for (const part of chunks(rejections, rowsPerStatement)) {
+        await trx.insertInto('people_import_rejections').values(part.map((rejection) => ({
+          import_id: importId, batch: Number(batchNumber), row_no: rejection.Row, source_id: rejection.Source_Id || null, reason: rejection.Reason.slice(0, 500),
+        }))).execute()
+      }
+      await trx.updateTable('people_imports').set((eb) => ({
+        added: eb('added', '+', added.length),
+        changed: eb('changed', '+', changed),
+        unchanged: eb('unchanged', '+', unchangedIds.length),
+        rejected: eb('rejected', '+', rejections.length),
+      })).where('id', '=', importId).execute()
+
+      return {
+        answer: {
+          ImportId: importId, Batch: Number(batchNumber), Rows: sent.length,
+          Added: added.length, Changed: changed, Unchanged: unchangedIds.length, Rejected: rejections.length, Rejections: rejections,
+        },
+        touchedCustnos: [...touched],
+      }
+    })
+  } catch (error) {
+    if (isUniqueViolation(error)) {
+      throw badRequest('Another import or change wrote one of these Source_Ids at the same moment; nothing of this batch was written, send it again.')
+    }
+    throw error
+  }
+}
+
+export interface FinishResult {
+  answer: ImportSummary
+  touchedCustnos: number[]
+}
+
+/**
+ * Ends an import: the scope's current people that no batch of it delivered are
+ * terminated (TermDate = today, unless they already have one), and the counts answered.
+ */
+export async function finishImport(db: PeopleDb, scope: Scope, importId: number, now: number): Promise<FinishResult> {
+  const started = await openImport(db, scope, importId)
+  if (Number(started.added) + Number(started.changed) + Number(started.unchanged) === 0) {
+    // An empty roster would terminate everyone; that is far more likely a broken export than the truth.
+    throw badRequest(`Import ${importId} has received no people; refusing to terminate everyone in your scope.`)
+  }
+  return db.transaction().execute(async (trx) => {
+    const finished = await trx.updateTable('people_imports').set({ finished: now })
+      .where('id', '=', importId).where('finished', 'is', null).executeTakeFirst()
+    if (Number(finished.numUpdatedRows) !== 1) throw badRequest(`Import ${importId} is already finished.`)
+    const notSeen = trx.selectFrom('people').where(inScope(scope)).where('deleted', '=', 0).where('term_date', 'is', null)
+      .where((eb) => eb.or([eb('seen_import', 'is', null), eb('seen_import', '<>', importId)]))
+    const custnos = await notSeen.select('custno').distinct().execute()
+    const terminated = await trx.updateTable('people').set({ term_date: todayText(now), date_edit: now })
+      .where(inScope(scope)).where('deleted', '=', 0).where('term_date', 'is', null)
+      .where((eb) => eb.or([eb('seen_import', 'is', null), eb('seen_import', '<>', importId)]))
+      .executeTakeFirst()
+    const count = Number(terminated.numUpdatedRows)
+    await trx.updateTable('people_imports').set({ terminated: count }).where('id', '=', importId).execute()
+    const totals = await trx.selectFrom('people_imports').selectAll().where('id', '=', importId).executeTakeFirstOrThrow()
+    const listed = await trx.selectFrom('people_import_rejections').select(['batch', 'row_no', 'source_id', 'reason'])
+      .where('import_id', '=', importId).orderBy('batch').orderBy('row_no').limit(maxListedRejections).execute()
+    return {
+      answer: {
+        ImportId: importId,
+        Batches: Number(totals.batches),
+        Added: Number(totals.added),
+        Changed: Number(totals.changed),
+        Unchanged: Number(totals.unchanged),
+        Terminated: count,
+        Rejected: Number(totals.rejected),
+        Rejections: listed.map((rejection) => ({ Batch: Number(rejection.batch), Row: Number(rejection.row_no), Source_Id: rejection.source_id ?? '', Reason: rejection.reason })),
+      },
+      touchedCustnos: count > 0 ? custnos.map((row) => Number(row.custno)) : [],
+    }
+  })
+}

@@ -1,0 +1,96 @@
+import { MysqlAdapter, type Kysely } from 'kysely'
+import type { Migrations } from '../../kernel/plugin.ts'
+import { portableTable, type Dialect } from '../../kernel/storage/database.ts'
+
+/**
+ * A migration receives only the database handle, not the kernel's services, so it
+ * asks Kysely which engine it talks to. The adapter is what Kysely itself uses to
+ * write engine-specific SQL, so this never disagrees with the kernel's own choice.
+ */
+export function dialectOf(db: Kysely<any>): Dialect {
+  return db.getExecutor().adapter instanceof MysqlAdapter ? 'mysql' : 'sqlite'
+}
+
+/** A table with the kernel's portable options (utf8mb4 + binary collation on MySQL). */
+function createTable(db: Kysely<any>, name: string) {
+  return portableTable(dialectOf(db), db.schema.createTable(name))
+}
+
+/** Auto-increment ids: SQLite wants exactly `integer primary key` to alias its rowid. */
+function autoIdType(db: Kysely<any>) {
+  return dialectOf(db) === 'mysql' ? 'bigint' : 'integer'
+}
+
+/** Versioned migrations of the people plugin's tables. Append new ones; never edit an applied one. */
+export const peopleMigrations: Migrations = {
+  '0001-people': {
+    async up(db) {
+      await createTable(db, 'people')
+        .addColumn('id', autoIdType(db), (c) => c.primaryKey().autoIncrement())
+        .addColumn('parent', 'bigint', (c) => c.notNull())
+        .addColumn('custno', 'bigint', (c) => c.notNull())
+        .addColumn('emp_id', 'varchar(64)')
+        .addColumn('created', 'bigint', (c) => c.notNull())
+        .addColumn('deleted', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('disp_group', 'varchar(100)')
+        .addColumn('source_id', 'varchar(100)')
+        .addColumn('location', 'varchar(100)')
+        .addColumn('email', 'varchar(255)')
+        .addColumn('first_name', 'varchar(100)')
+        .addColumn('last_name', 'varchar(100)')
+        .addColumn('nick_name', 'varchar(100)')
+        .addColumn('phone', 'varchar(50)')
+        .addColumn('web', 'varchar(1024)')
+        .addColumn('photo', 'varchar(1024)')
+        .addColumn('has_photo', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('gender', 'varchar(1)', (c) => c.notNull().defaultTo('U'))
+        .addColumn('dept', 'varchar(100)')
+        .addColumn('title', 'varchar(200)')
+        .addColumn('birthday', 'varchar(10)')
+        .addColumn('hire_date', 'varchar(10)')
+        .addColumn('term_date', 'varchar(10)')
+        .addColumn('skip', 'varchar(100)')
+        .addColumn('date_last', 'bigint')
+        .addColumn('date_edit', 'bigint', (c) => c.notNull())
+        .addColumn('seen_import', 'bigint')
+        .execute()
+      // The missing-photo page of a key bound to one customer: equality on the first
+      // four columns, then already in the default order (LastName, FirstName, Id).
+      await db.schema.createIndex('people_missing_by_custno').on('people')
+        .columns(['parent', 'custno', 'deleted', 'has_photo', 'last_name', 'first_name', 'id']).execute()
+      // The same for a parent-wide key (Custno 0), which sees every customer of its parent.
+      await db.schema.createIndex('people_missing_by_parent').on('people')
+        .columns(['parent', 'deleted', 'has_photo', 'last_name', 'first_name', 'id']).execute()
+      // The list routes (deleted people included when asked), in the default order.
+      await db.schema.createIndex('people_by_name').on('people')
+        .columns(['parent', 'custno', 'last_name', 'first_name', 'id']).execute()
+      // Imports upsert on Source_Id inside one customer; NULLs (people made by hand) may repeat.
+      await db.schema.createIndex('people_source_id').unique().on('people')
+        .columns(['parent', 'custno', 'source_id']).execute()
+
+      await createTable(db, 'people_imports')
+        .addColumn('id', autoIdType(db), (c) => c.primaryKey().autoIncrement())
+        .addColumn('parent', 'bigint', (c) => c.notNull())
+        .addColumn('custno', 'bigint', (c) => c.notNull())
+        .addColumn('key_id', 'bigint', (c) => c.notNull())
+        .addColumn('started', 'bigint', (c) => c.notNull())
+        .addColumn('finished', 'bigint')
+        .addColumn('batches', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('added', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('changed', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('unchanged', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('rejected', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('terminated', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute()
+
+      await createTable(db, 'people_import_rejections')
+        .addColumn('import_id', 'bigint', (c) => c.notNull())
+        .addColumn('batch', 'integer', (c) => c.notNull())
+        .addColumn('row_no', 'integer', (c) => c.notNull())
+        .addColumn('source_id', 'varchar(100)')
+        .addColumn('reason', 'varchar(500)', (c) => c.notNull())
+        .addPrimaryKeyConstraint('people_import_rejections_pk', ['import_id', 'batch', 'row_no'])
+        .execute()
+    },
+  },
+}

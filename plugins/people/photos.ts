@@ -1,0 +1,84 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { badRequest } from '../../kernel/errors.ts'
+import type { Scope } from './scope.ts'
+
+/**
+ * Uploaded photos (D13 OnePhoto): a base64 image of at most 5 MiB, accepted only when
+ * its own bytes say JPEG, PNG or WebP (a declared type or file name proves nothing),
+ * written under `<dataDir>/photos/`. The person's Photo is then the location of the
+ * file relative to the data folder, e.g. `photos/1/0/42-3f9a0c1b2d4e5f60.jpg`.
+ */
+
+export const maxPhotoBytes = 5 * 1024 * 1024
+/** Base64 of maxPhotoBytes; longer text cannot decode to an acceptable image. */
+const maxBase64Length = Math.ceil(maxPhotoBytes / 3) * 4
+
+export type ImageType = 'jpeg' | 'png' | 'webp'
+
+const extensions: Record<ImageType, string> = { jpeg: 'jpg', png: 'png', webp: 'webp' }
+
+/** Names a client may give in `Type`, each meaning one image type. */
+const declaredTypes: Record<string, ImageType> = {
+  jpeg: 'jpeg', jpg: 'jpeg', 'image/jpeg': 'jpeg',
+  png: 'png', 'image/png': 'png',
+  webp: 'webp', 'image/webp': 'webp',
+}
+
+const pngSignature = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
+
+/** The image type by magic bytes, or null when the bytes are none of ours. */
+export function detectImageType(bytes: Buffer): ImageType | null {
+  if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'jpeg'
+  if (bytes.length >= 8 && bytes.subarray(0, 8).equals(pngSignature)) return 'png'
+  if (bytes.length >= 12 && bytes.toString('latin1', 0, 4) === 'RIFF' && bytes.toString('latin1', 8, 12) === 'WEBP') return 'webp'
+  return null
+}
+
+const base64Text = /^[A-Za-z0-9+/_-]*={0,2}$/
+const dataUrlPrefix = /^data:[\w.+/-]*;base64,/i
+
+/** Decodes and checks an uploaded image; 400 with the reason for anything else. */
+export function decodeImage(image: string, declaredType: string | undefined): { bytes: Buffer; type: ImageType } {
+  // Accept a data: URL as browsers produce it, and line-wrapped (MIME) base64.
+  const text = image.replace(dataUrlPrefix, '').replace(/\s+/g, '')
+  if (text.length > maxBase64Length + 4) throw badRequest(`Image is larger than ${maxPhotoBytes} bytes (5 MiB).`)
+  if (text.length === 0 || !base64Text.test(text)) throw badRequest('Image must be base64 text.')
+  const bytes = Buffer.from(text, 'base64')
+  if (bytes.length > maxPhotoBytes) throw badRequest(`Image is larger than ${maxPhotoBytes} bytes (5 MiB).`)
+  const type = detectImageType(bytes)
+  if (type === null) throw badRequest('Image is not a JPEG, PNG or WebP image.')
+  if (declaredType !== undefined) {
+    const declared = declaredTypes[declaredType.toLowerCase()]
+    if (declared === undefined) throw badRequest(`Type must be one of jpeg, png, webp, got '${declaredType}'.`)
+    if (declared !== type) throw badRequest(`Type says ${declared} but the image is ${type}.`)
+  }
+  return { bytes, type }
+}
+
+/** Where photos live, relative to the data folder; Photo values under it are files we own. */
+export const photosFolder = 'photos'
+
+/**
+ * Writes the image and returns its location. The name carries a hash of the content,
+ * so a new upload never overwrites the file an older (possibly cached) answer names.
+ * Written to a temporary name and renamed, so a reader never sees half a file.
+ */
+export async function storePhoto(dataDir: string, scope: Scope, personId: number, bytes: Buffer, type: ImageType): Promise<string> {
+  const hash = createHash('sha256').update(bytes).digest('hex').slice(0, 16)
+  const location = [photosFolder, String(scope.parent), String(scope.custno), `${personId}-${hash}.${extensions[type]}`].join('/')
+  const file = join(dataDir, ...location.split('/'))
+  await mkdir(dirname(file), { recursive: true, mode: 0o700 })
+  const temporary = `${file}.${randomBytes(6).toString('hex')}.tmp`
+  await writeFile(temporary, bytes, { mode: 0o600 })
+  await rename(temporary, file)
+  return location
+}
+
+/** Removes a photo file we stored earlier; locations that are not ours (URLs, other paths) are left alone. */
+export async function removeStoredPhoto(dataDir: string, location: string | null): Promise<void> {
+  if (!location || !location.startsWith(`${photosFolder}/`) || location.includes('..')) return
+  await rm(join(dataDir, ...location.split('/')), { force: true }).catch(() => undefined)
+}
+

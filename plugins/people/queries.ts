@@ -1,0 +1,86 @@
+import { isUniqueViolation } from '../../kernel/storage/database.ts'
+import { badRequest, notFound } from '../../kernel/errors.ts'
+import { columnsFromInput, personRecord, recordColumns, type PersonColumns, type PersonInput, type PersonRecord, type RecordRow } from './fields.ts'
+import { inScope, type PeopleDb, type Scope } from './scope.ts'
+
+/**
+ * The single-person operations (D13). Each answers the person as stored, read back
+ * after the write, so the answer is exactly what a later listing shows.
+ */
+
+/** The same answer for "no such Id" and "someone else's Id" (D6: never reveal another tenant's object). */
+function personNotFound(id: number) {
+  return notFound(`Person ${id} not found.`)
+}
+
+export async function findPerson(db: PeopleDb, scope: Scope, id: number): Promise<RecordRow> {
+  const row = await db.selectFrom('people').select(recordColumns).where('id', '=', id).where(inScope(scope)).executeTakeFirst()
+  if (!row) throw personNotFound(id)
+  return row
+}
+
+/**
+ * The Custno a new or moved person gets. A key bound to one customer can only use its
+ * own; a parent-wide key (Custno 0) may name any customer of its parent (D9), default 0.
+ */
+export function custnoFor(scope: Scope, requested: number | undefined): number | string {
+  if (requested === undefined) return scope.custno
+  if (scope.custno !== 0 && requested !== scope.custno) return `Custno must be ${scope.custno} (your key's customer), got ${requested}.`
+  return requested
+}
+
+function checkedColumns(input: PersonInput): PersonColumns {
+  const columns = columnsFromInput(input)
+  if (typeof columns === 'string') throw badRequest(columns)
+  return columns
+}
+
+/** Writes, turning a taken Source_Id into a 400 that names it. */
+async function writing<T>(input: PersonInput, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write()
+  } catch (error) {
+    if (isUniqueViolation(error)) throw badRequest(`Source_Id '${String(input.Source_Id)}' is already used by another person of this customer.`)
+    throw error
+  }
+}
+
+export async function createPerson(db: PeopleDb, scope: Scope, input: PersonInput, now: number): Promise<PersonRecord> {
+  const custno = custnoFor(scope, input.Custno)
+  if (typeof custno === 'string') throw badRequest(custno)
+  const columns = checkedColumns(input)
+  if (!columns.last_name) throw badRequest('LastName is required when creating a person.')
+  const inserted = await writing(input, () =>
+    db.insertInto('people').values({ ...columns, parent: scope.parent, custno, created: now, date_edit: now }).executeTakeFirstOrThrow(),
+  )
+  return personRecord(await findPerson(db, scope, Number(inserted.insertId)))
+}
+
+export interface ChangedPerson {
+  before: RecordRow
+  after: PersonRecord
+}
+
+/** Changes only the given fields of a person in the scope; answers both versions (the caller drops caches of each). */
+export async function changePerson(db: PeopleDb, scope: Scope, id: number, input: PersonInput, now: number): Promise<ChangedPerson> {
+  const before = await findPerson(db, scope, id)
+  const columns = checkedColumns(input)
+  if ('last_name' in columns && !columns.last_name) throw badRequest('LastName cannot be emptied.')
+  if (input.Custno !== undefined) {
+    const custno = custnoFor(scope, input.Custno)
+    if (typeof custno === 'string') throw badRequest(custno)
+    columns.custno = custno
+  }
+  await writing(input, () =>
+    db.updateTable('people').set({ ...columns, date_edit: now }).where('id', '=', id).where(inScope(scope)).execute(),
+  )
+  // Read back by id within the parent: a parent-wide key may just have moved the person to another Custno.
+  return { before, after: personRecord(await findPerson(db, { parent: scope.parent, custno: scope.custno }, id)) }
+}
+
+/** Sets columns the server owns (Deleted, TermDate, Photo) on one person of the scope. */
+export async function setPersonColumns(db: PeopleDb, scope: Scope, id: number, columns: PersonColumns, now: number): Promise<ChangedPerson> {
+  const before = await findPerson(db, scope, id)
+  await db.updateTable('people').set({ ...columns, date_edit: now }).where('id', '=', id).where(inScope(scope)).execute()
+  return { before, after: personRecord(await findPerson(db, scope, id)) }
+}

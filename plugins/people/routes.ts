@@ -1,0 +1,181 @@
+import { defineRoute, type Call, type CachePolicy, type KernelServices, type Route } from '../../kernel/plugin.ts'
+import { badRequest } from '../../kernel/errors.ts'
+import { columnsFromInput, todayText, type PersonInput } from './fields.ts'
+import { listingRows, planListing, runListing, type ListingAnswer, type ListingParameters, type ListingSet } from './listing.ts'
+import { changePerson, createPerson, findPerson, setPersonColumns, type ChangedPerson } from './queries.ts'
+import { decodeImage, removeStoredPhoto, storePhoto } from './photos.ts'
+import { finishImport, importBatch, startImport } from './import.ts'
+import { dropCachedListings, listingPartition, scopeOf, type PeopleDb } from './scope.ts'
+import * as schemas from './schemas.ts'
+
+/**
+ * Every route of the people plugin: what each one takes (schemas.ts), who may call it
+ * (the ACL paths of index.ts's default groups), how long its answer is cached, and the
+ * handler. Handlers stay short: the work is in listing.ts, queries.ts, photos.ts and
+ * import.ts; a handler's one extra duty is dropping the cached listings a write makes stale.
+ */
+export function peopleRoutes(kernel: KernelServices): Route[] {
+  const db: PeopleDb = kernel.db.withTables()
+
+  /**
+   * Listings are cached an hour per scope (D11); the query string, body and format are
+   * part of the cache key anyway. Every write below drops the partitions it affects.
+   */
+  const listingCache: CachePolicy<any, any> = {
+    ttlSeconds: 3600,
+    partition: (call) => listingPartition(scopeOf(call.caller)),
+  }
+
+  /** D12: a CSV listing is one row per person, so Total and Page travel in headers. */
+  function answerListing(call: Call<any, any>, answer: ListingAnswer): ListingAnswer {
+    call.setHeader('X-Total-Count', String(answer.Total))
+    call.setHeader('X-Page', answer.Page)
+    return answer
+  }
+
+  /** After a single-person write: the person's customer may have changed (a parent-wide key moving it). */
+  function changed(call: Call<any, any>, result: ChangedPerson) {
+    dropCachedListings(kernel, call.caller.parent, [Number(result.before.custno), result.after.Custno])
+    return result.after
+  }
+
+  /** POST /people/read/list|filtered|sorted: one listing; `required` names the parameter the route is about. */
+  function listRoute(path: string, required?: 'filter' | 'sort') {
+    return defineRoute<ListingParameters, ListingParameters>({
+      method: 'POST',
+      path,
+      body: schemas.listBody,
+      query: schemas.listQuery,
+      cache: listingCache,
+      xml: { root: 'People' },
+      csv: listingRows,
+      async handler(call) {
+        const { IncludeDeleted, ...fromBody } = call.body
+        for (const name of Object.keys(fromBody)) {
+          if (name in call.query) throw badRequest(`${name} is given both in the query string and in the body.`)
+        }
+        const parameters = { ...call.query, ...fromBody }
+        if (required && !parameters[required]?.trim()) throw badRequest(`${required} is required on ${path}.`)
+        const plan = planListing(parameters, { allowDeletedFilter: true })
+        // Deleted people are listed only when asked: IncludeDeleted, or a filter on Deleted.
+        const askedForDeleted = IncludeDeleted === 1 || IncludeDeleted === true || plan.conditions.some((condition) => condition.column === 'deleted')
+        const set: ListingSet = askedForDeleted ? 'current and deleted' : 'current'
+        return answerListing(call, await runListing(db, scopeOf(call.caller), set, plan))
+      },
+    })
+  }
+
+  return [
+    defineRoute<undefined, ListingParameters>({
+      method: 'GET',
+      path: '/People/Read/Missing',
+      query: schemas.missingQuery,
+      cache: listingCache,
+      xml: { root: 'People' },
+      csv: listingRows,
+      async handler(call) {
+        const plan = planListing(call.query, { allowDeletedFilter: false })
+        return answerListing(call, await runListing(db, scopeOf(call.caller), 'missing photo', plan))
+      },
+    }),
+    listRoute('/people/read/list'),
+    listRoute('/people/read/filtered', 'filter'),
+    listRoute('/people/read/sorted', 'sort'),
+
+    defineRoute<PersonInput & { Id?: number }>({
+      method: 'POST',
+      path: '/People/Update/OneChange',
+      body: schemas.changeBody,
+      xml: { root: 'Person' },
+      async handler(call) {
+        const { Id, ...input } = call.body
+        const scope = scopeOf(call.caller)
+        if (Id === undefined) {
+          const created = await createPerson(db, scope, input, kernel.clock())
+          dropCachedListings(kernel, scope.parent, [created.Custno])
+          return created
+        }
+        return changed(call, await changePerson(db, scope, Id, input, kernel.clock()))
+      },
+    }),
+    defineRoute<{ Id: number; Photo?: string | null; Image?: string; Type?: string }>({
+      method: 'POST',
+      path: '/People/Update/OnePhoto',
+      body: schemas.photoBody,
+      xml: { root: 'Person' },
+      async handler(call) {
+        const { Id, Photo, Image, Type } = call.body
+        if ((Photo === undefined) === (Image === undefined)) throw badRequest('Send either Photo (a location) or Image (a base64 JPEG, PNG or WebP image).')
+        if (Type !== undefined && Image === undefined) throw badRequest('Type describes Image; it cannot go with Photo.')
+        const scope = scopeOf(call.caller)
+        const person = await findPerson(db, scope, Id)
+        let location: string | null = Photo || null
+        if (Image !== undefined) {
+          const image = decodeImage(Image, Type)
+          location = await storePhoto(kernel.config.dataDir, { parent: Number(person.parent), custno: Number(person.custno) }, Id, image.bytes, image.type)
+        }
+        const result = await setPersonColumns(db, scope, Id, { photo: location, has_photo: location ? 1 : 0 }, kernel.clock())
+        if (result.before.photo !== location) await removeStoredPhoto(kernel.config.dataDir, result.before.photo)
+        return changed(call, result)
+      },
+    }),
+    defineRoute<{ Id: number }>({
+      method: 'POST',
+      path: '/People/Update/OneRemove',
+      body: schemas.idBody,
+      xml: { root: 'Person' },
+      handler: async (call) => changed(call, await setPersonColumns(db, scopeOf(call.caller), call.body.Id, { deleted: 1 }, kernel.clock())),
+    }),
+    defineRoute<{ Id: number }>({
+      method: 'POST',
+      path: '/People/Update/OneRecall',
+      body: schemas.idBody,
+      xml: { root: 'Person' },
+      handler: async (call) => changed(call, await setPersonColumns(db, scopeOf(call.caller), call.body.Id, { deleted: 0 }, kernel.clock())),
+    }),
+    defineRoute<{ Id: number; TermDate?: string }>({
+      method: 'POST',
+      path: '/People/Update/OneTerminate',
+      body: schemas.terminateBody,
+      xml: { root: 'Person' },
+      async handler(call) {
+        const now = kernel.clock()
+        const columns = columnsFromInput({ TermDate: call.body.TermDate ?? todayText(now) })
+        if (typeof columns === 'string') throw badRequest(columns)
+        return changed(call, await setPersonColumns(db, scopeOf(call.caller), call.body.Id, columns, now))
+      },
+    }),
+
+    defineRoute<Record<string, never>>({
+      method: 'POST',
+      path: '/people/update/importinit',
+      body: schemas.importInitBody,
+      xml: { root: 'Import' },
+      handler: (call) => startImport(db, scopeOf(call.caller), call.caller.id, kernel.clock()),
+    }),
+    defineRoute<{ ImportId: number; People?: unknown[]; Csv?: string }>({
+      method: 'POST',
+      path: '/people/update/importmass',
+      body: schemas.importMassBody,
+      xml: { root: 'ImportBatch', item: 'Rejection' },
+      async handler(call) {
+        const scope = scopeOf(call.caller)
+        const { answer, touchedCustnos } = await importBatch(db, scope, call.body, kernel.clock())
+        if (touchedCustnos.length > 0) dropCachedListings(kernel, scope.parent, touchedCustnos)
+        return answer
+      },
+    }),
+    defineRoute<{ ImportId: number }>({
+      method: 'POST',
+      path: '/people/update/importterm',
+      body: schemas.importTermBody,
+      xml: { root: 'Import' },
+      async handler(call) {
+        const scope = scopeOf(call.caller)
+        const { answer, touchedCustnos } = await finishImport(db, scope, call.body.ImportId, kernel.clock())
+        if (touchedCustnos.length > 0) dropCachedListings(kernel, scope.parent, touchedCustnos)
+        return answer
+      },
+    }),
+  ]
+}

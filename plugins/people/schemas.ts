@@ -1,0 +1,89 @@
+import { personFieldProperties } from './fields.ts'
+import { listingProperties } from './listing.ts'
+import { maxBatchRows } from './import.ts'
+
+/**
+ * JSON schemas of the routes' query strings and bodies. The kernel compiles each once
+ * at start and answers 400 naming the field for anything that does not fit, so the
+ * handlers only ever see well-formed input. (Import rows are the exception: they are
+ * checked one by one in import.ts, so one bad row does not reject its batch.)
+ */
+
+const id = { type: 'integer', minimum: 1, maximum: 9007199254740991 } as const
+
+/** GET /People/Read/Missing?page=&size=&sort=&filter= (D11). */
+export const missingQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: listingProperties,
+} as const
+
+/** POST /people/read/list|filtered|sorted: the same parameters in the body, and IncludeDeleted. */
+export const listBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { ...listingProperties, IncludeDeleted: { enum: [0, 1, true, false] } },
+} as const
+
+/** The list routes also take D11's parameters in the query string. */
+export const listQuery = missingQuery
+
+/** POST /People/Update/OneChange: no Id creates, an Id changes only the given fields. */
+export const changeBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { Id: id, ...personFieldProperties },
+} as const
+
+/** POST /People/Update/OnePhoto: `{ Id, Photo }` or `{ Id, Image, Type? }` (the handler insists on exactly one). */
+export const photoBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['Id'],
+  properties: {
+    Id: id,
+    Photo: { type: ['string', 'null'], maxLength: 1024 },
+    // The size limit is checked on the decoded bytes (photos.ts), with a clearer message.
+    Image: { type: 'string' },
+    Type: { type: 'string', maxLength: 40 },
+  },
+} as const
+
+/** POST /People/Update/OneRemove and /OneRecall. */
+export const idBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['Id'],
+  properties: { Id: id },
+} as const
+
+/** POST /People/Update/OneTerminate: TermDate defaults to today (UTC). */
+export const terminateBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['Id'],
+  properties: { Id: id, TermDate: { type: 'string', maxLength: 40 } },
+} as const
+
+/** POST /people/update/importinit takes nothing (an empty object at most). */
+export const importInitBody = { type: 'object', additionalProperties: false, properties: {} } as const
+
+/** POST /people/update/importmass: People (JSON array) or Csv (text with a header line). */
+export const importMassBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['ImportId'],
+  properties: {
+    ImportId: id,
+    People: { type: 'array', maxItems: maxBatchRows },
+    Csv: { type: 'string' },
+  },
+} as const
+
+/** POST /people/update/importterm. */
+export const importTermBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['ImportId'],
+  properties: { ImportId: id },
+} as const

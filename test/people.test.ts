@@ -1,0 +1,213 @@
+/**
+ * The people listings (D11) and single-person updates (D13), on SQLite and MariaDB:
+ * every listing case, and the cached listing dropped by each kind of update.
+ */
+import t from 'tap'
+import { forEachDatabase, startService, type Service } from './helpers/service.ts'
+import { issueKey } from '../kernel/keyIssuer.ts'
+
+/** A key of another tenant, holding the root key's groups, to sign calls with. */
+async function tenantKey(service: Service, parent: number, custno: number) {
+  const db = service.kernel.database.db
+  const groups = await db.selectFrom('api_key_groups').select('group_id').where('key_id', '=', service.admin.id).execute()
+  const issued = await issueKey(db, service.kernel.services.secrets, Date.now(), {
+    display_name: `Tenant ${parent}/${custno}`, parent, custno, require_https: 0, response_format: 'json',
+  }, groups.map((group) => Number(group.group_id)))
+  return { apiKey: issued.apiKey, secret: issued.secret }
+}
+
+async function createPerson(service: Service, fields: Record<string, unknown>, key?: { apiKey: string; secret: string }) {
+  const created = await service.call('POST', '/People/Update/OneChange', { body: fields, key })
+  if (created.status !== 200) throw new Error(`create failed: ${created.status} ${created.text}`)
+  return created.json as { Id: number; [field: string]: unknown }
+}
+
+const names = (answer: { People: unknown }) =>
+  Array.isArray(answer.People) ? answer.People.map((person: { FirstName: string; LastName: string }) => `${person.FirstName} ${person.LastName}`) : answer.People
+
+t.test('GET /People/Read/Missing: every listing case of D11', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+
+    const empty = await service.call('GET', '/People/Read/Missing')
+    t.equal(empty.status, 200)
+    t.same(empty.json, { Total: 0, Page: '1 of 1', Sort: 'LastName,FirstName', Filter: '', People: 'No people found' })
+
+    await createPerson(service, { FirstName: 'Ann', LastName: 'Zed', Dept: 'Sales', Gender: 'F' })
+    await createPerson(service, { FirstName: 'Bob', LastName: 'Adams', Dept: 'Sales', Gender: 'M' })
+    await createPerson(service, { FirstName: 'Al', LastName: 'Adams', Dept: 'IT' })
+    await createPerson(service, { FirstName: 'Has', LastName: 'Photo', Photo: 'https://example.com/p.jpg' })
+    const gone = await createPerson(service, { FirstName: 'Gone', LastName: 'Deleted' })
+    t.equal((await service.call('POST', '/People/Update/OneRemove', { body: { Id: gone.Id } })).status, 200)
+
+    const all = await service.call('GET', '/People/Read/Missing')
+    t.equal(all.json.Total, 3, 'not deleted and without photo')
+    t.equal(all.json.Page, '1 of 1')
+    t.same(names(all.json), ['Al Adams', 'Bob Adams', 'Ann Zed'], 'default sort LastName,FirstName')
+    t.same(Object.keys(all.json), ['Total', 'Page', 'Sort', 'Filter', 'People'])
+    t.same(Object.keys(all.json.People[0]), ['Id', 'Emp_Id', 'Created', 'Deleted', 'Parent', 'Custno', 'DispGroup', 'Source_Id', 'Location', 'Email',
+      'FirstName', 'LastName', 'NickName', 'Phone', 'Web', 'Photo', 'Gender', 'Dept', 'Title', 'Birthday', 'HireDate', 'TermDate', 'Skip', 'DateLast', 'DateEdit'])
+    t.equal(all.json.People[0].Gender, 'U', 'Gender defaults to U')
+    t.match(all.json.People[0].Created, /^\w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/, 'date-times are HTTP-dates')
+
+    const page2 = await service.call('GET', '/People/Read/Missing?page=2&size=2')
+    t.equal(page2.json.Page, '2 of 2')
+    t.same(names(page2.json), ['Ann Zed'])
+    const past = await service.call('GET', '/People/Read/Missing?page=3&size=2')
+    t.same({ ...past.json }, { Total: 3, Page: '3 of 2', Sort: 'LastName,FirstName', Filter: '', People: 'No people found' }, 'a page past the end')
+
+    const descending = await service.call('GET', '/People/Read/Missing?sort=-LastName,firstname')
+    t.equal(descending.json.Sort, '-LastName,FirstName', 'sort echoed with canonical names')
+    t.same(names(descending.json), ['Ann Zed', 'Al Adams', 'Bob Adams'])
+
+    const filtered = await service.call('GET', '/People/Read/Missing?filter=Dept=Sales,Gender=M')
+    t.equal(filtered.json.Filter, 'Dept=Sales,Gender=M')
+    t.same(names(filtered.json), ['Bob Adams'])
+    const none = await service.call('GET', '/People/Read/Missing?filter=Dept=Nowhere')
+    t.same(none.json, { Total: 0, Page: '1 of 1', Sort: 'LastName,FirstName', Filter: 'Dept=Nowhere', People: 'No people found' })
+
+    for (const [query, message] of [
+      ['sort=Salary', /^Error: Unknown sort field 'Salary'/],
+      ['sort=LastName,-lastname', /^Error: Sort field 'LastName' is given more than once/],
+      ['filter=Salary=1', /^Error: Unknown filter field 'Salary'/],
+      ['filter=Deleted=1', /^Error: Unknown filter field 'Deleted'/],
+      ['filter=Dept', /^Error: Filter 'Dept' must be Field=value/],
+      ['filter=Custno=x', /^Error: Filter field 'Custno' takes a whole number/],
+      ['size=1001', /^Error: size must be <= 1000/],
+      ['page=0', /^Error: page must be >= 1/],
+      ['page=abc', /^Error: page must be integer/],
+      ['color=red', /^Error: color is not a known parameter/],
+    ] as const) {
+      const refused = await service.call('GET', `/People/Read/Missing?${query}`)
+      t.equal(refused.status, 400, query)
+      t.match(refused.text, message, query)
+      t.match(refused.headers.get('content-type'), /^text\/plain/)
+    }
+
+    const first = await service.call('GET', '/People/Read/Missing?size=50')
+    const again = await service.call('GET', '/People/Read/Missing?size=50')
+    t.equal(first.headers.get('x-cache'), null)
+    t.equal(again.headers.get('x-cache'), 'HIT', 'cached per scope and parameters')
+    t.equal(again.headers.get('x-total-count'), '3')
+    t.equal(again.headers.get('x-page'), '1 of 1')
+  }),
+)
+
+t.test('POST /people/read/list, /filtered, /sorted', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    await createPerson(service, { FirstName: 'Ann', LastName: 'Zed', Dept: 'Sales' })
+    await createPerson(service, { FirstName: 'Bob', LastName: 'Adams', Photo: 'photos/bob.jpg' })
+    const gone = await createPerson(service, { FirstName: 'Gone', LastName: 'Deleted', Dept: 'Sales' })
+    await service.call('POST', '/People/Update/OneRemove', { body: { Id: gone.Id } })
+
+    const list = await service.call('POST', '/people/read/list', { body: {} })
+    t.equal(list.status, 200)
+    t.same(names(list.json), ['Bob Adams', 'Ann Zed'], 'all current people, with or without photo; deleted ones left out')
+    const withDeleted = await service.call('POST', '/people/read/list', { body: { IncludeDeleted: 1 } })
+    t.same(names(withDeleted.json), ['Bob Adams', 'Gone Deleted', 'Ann Zed'], 'deleted ones when asked')
+    const onlyDeleted = await service.call('POST', '/people/read/list', { body: { filter: 'Deleted=1' } })
+    t.same(names(onlyDeleted.json), ['Gone Deleted'], 'a filter on Deleted asks for them too')
+    const paged = await service.call('POST', '/people/read/list', { body: { page: 2, size: 1 } })
+    t.same([paged.json.Page, names(paged.json)], ['2 of 2', ['Ann Zed']])
+    const fromQuery = await service.call('POST', '/people/read/list?size=1', { body: {} })
+    t.equal(fromQuery.json.Page, '1 of 2', 'D11 parameters in the query string work as well')
+    const twice = await service.call('POST', '/people/read/list?size=1', { body: { size: 2 } })
+    t.equal(twice.status, 400)
+
+    const filtered = await service.call('POST', '/people/read/filtered', { body: { filter: 'Dept=Sales', IncludeDeleted: true } })
+    t.same(names(filtered.json), ['Gone Deleted', 'Ann Zed'])
+    t.match((await service.call('POST', '/people/read/filtered', { body: {} })).text, /^Error: filter is required/)
+    const sorted = await service.call('POST', '/people/read/sorted', { body: { sort: '-FirstName' } })
+    t.same(names(sorted.json), ['Bob Adams', 'Ann Zed'])
+    t.match((await service.call('POST', '/people/read/sorted', { body: { sort: 'Nope' } })).text, /^Error: Unknown sort field 'Nope'/)
+    t.match((await service.call('POST', '/people/read/sorted', { body: { Sort: 'x' } })).text, /^Error: Sort is not a known field/)
+  }),
+)
+
+t.test('single-person updates answer the person as stored', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const created = await createPerson(service, {
+      FirstName: 'Ann', LastName: 'Lee', Email: 'ann@example.com', Birthday: '0000-02-29', HireDate: '2020-01-15T08:00:00Z',
+      DateLast: 'Sun, 22 Nov 2026 08:49:37 GMT', Source_Id: 'HR-1',
+    })
+    t.match(created, { Parent: 1, Custno: 0, Deleted: 0, Birthday: '0000-02-29', HireDate: '2020-01-15', TermDate: '', DateLast: 'Sun, 22 Nov 2026 08:49:37 GMT', Photo: '' })
+
+    const changed = await service.call('POST', '/People/Update/OneChange', { body: { Id: created.Id, Title: 'Boss', Email: null } })
+    t.match(changed.json, { Id: created.Id, FirstName: 'Ann', Title: 'Boss', Email: '' }, 'only the given fields change; null clears')
+
+    const refusals: [unknown, RegExp][] = [
+      [{ FirstName: 'No last name' }, /^Error: LastName is required/],
+      [{ LastName: 'X', Gender: 'Male' }, /^Error: Gender must be one of M, F, U/],
+      [{ LastName: 'X', HireDate: '2021-02-29' }, /^Error: HireDate must be a date/],
+      [{ LastName: 'X', Email: 'not an email' }, /^Error: Email must match/],
+      [{ LastName: 'X', Salary: 1 }, /^Error: Salary is not a known field/],
+      [{ LastName: 'X', Source_Id: 'HR-1' }, /^Error: Source_Id 'HR-1' is already used/],
+      [{ Id: created.Id, LastName: '' }, /^Error: LastName cannot be emptied/],
+      [{ Id: 999999, Title: 'x' }, /^Error: Person 999999 not found/],
+    ]
+    for (const [body, message] of refusals) {
+      const refused = await service.call('POST', '/People/Update/OneChange', { body })
+      t.equal(refused.status, (body as { Id?: number }).Id === 999999 ? 404 : 400, JSON.stringify(body))
+      t.match(refused.text, message)
+    }
+
+    const removed = await service.call('POST', '/People/Update/OneRemove', { body: { Id: created.Id } })
+    t.equal(removed.json.Deleted, 1)
+    const recalled = await service.call('POST', '/People/Update/OneRecall', { body: { Id: created.Id } })
+    t.equal(recalled.json.Deleted, 0)
+    const terminated = await service.call('POST', '/People/Update/OneTerminate', { body: { Id: created.Id } })
+    t.equal(terminated.json.TermDate, new Date().toISOString().slice(0, 10), 'TermDate defaults to today')
+    const dated = await service.call('POST', '/People/Update/OneTerminate', { body: { Id: created.Id, TermDate: '2030-06-30' } })
+    t.equal(dated.json.TermDate, '2030-06-30')
+    t.equal((await service.call('POST', '/People/Update/OneTerminate', { body: { Id: created.Id, TermDate: 'soon' } })).status, 400)
+    t.equal((await service.call('POST', '/People/Update/OneRemove', { body: { Id: 424242 } })).status, 404)
+  }),
+)
+
+t.test('every kind of update drops the cached listings at once', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const customerKey = await tenantKey(service, 1, 7)
+    const person = await createPerson(service, { FirstName: 'Cat', LastName: 'Stevens', Source_Id: 'S-1' }, customerKey)
+
+    // Both the customer's own key and the parent-wide root key (Custno 0) see this person.
+    async function primeBoth() {
+      for (const key of [undefined, customerKey]) {
+        await service.call('GET', '/People/Read/Missing', { key })
+        t.equal((await service.call('GET', '/People/Read/Missing', { key })).headers.get('x-cache'), 'HIT')
+      }
+    }
+    async function expectFresh(what: string, check: (answer: any) => boolean) {
+      for (const key of [undefined, customerKey]) {
+        const answer = await service.call('GET', '/People/Read/Missing', { key })
+        t.equal(answer.headers.get('x-cache'), null, `${what}: ${key ? 'Custno 7' : 'Custno 0'} cache dropped`)
+        t.ok(check(answer.json), `${what}: ${key ? 'Custno 7' : 'Custno 0'} sees the change`)
+      }
+    }
+    const updates: [string, () => Promise<unknown>, (answer: any) => boolean][] = [
+      ['OneChange (create)', () => createPerson(service, { FirstName: 'New', LastName: 'Person', Custno: 7 }), (answer) => answer.Total === 2],
+      ['OneChange (change)', () => service.call('POST', '/People/Update/OneChange', { body: { Id: person.Id, Title: 'Singer' } }),
+        (answer) => answer.People.some((p: { Title: string }) => p.Title === 'Singer')],
+      ['OnePhoto', () => service.call('POST', '/People/Update/OnePhoto', { body: { Id: person.Id, Photo: 'https://example.com/cat.jpg' } }), (answer) => answer.Total === 1],
+      ['OnePhoto (cleared)', () => service.call('POST', '/People/Update/OnePhoto', { body: { Id: person.Id, Photo: '' } }), (answer) => answer.Total === 2],
+      ['OneRemove', () => service.call('POST', '/People/Update/OneRemove', { body: { Id: person.Id } }), (answer) => answer.Total === 1],
+      ['OneRecall', () => service.call('POST', '/People/Update/OneRecall', { body: { Id: person.Id } }), (answer) => answer.Total === 2],
+      ['OneTerminate', () => service.call('POST', '/People/Update/OneTerminate', { body: { Id: person.Id, TermDate: '2031-01-01' } }),
+        (answer) => answer.People.some((p: { TermDate: string }) => p.TermDate === '2031-01-01')],
+    ]
+    let importId = 0
+    updates.push(['importmass', async () => {
+      importId = (await service.call('POST', '/people/update/importinit', { body: {}, key: customerKey })).json.ImportId
+      return service.call('POST', '/people/update/importmass', { key: customerKey, body: { ImportId: importId, People: [{ Source_Id: 'S-1', LastName: 'Stevens', FirstName: 'Yusuf' }] } })
+    }, (answer) => answer.People.some((p: { FirstName: string }) => p.FirstName === 'Yusuf')])
+    updates.push(['importterm', () => service.call('POST', '/people/update/importterm', { key: customerKey, body: { ImportId: importId } }),
+      (answer) => answer.People.some((p: { FirstName: string; TermDate: string }) => p.FirstName === 'New' && p.TermDate !== '')])
+    for (const [what, update, check] of updates) {
+      await primeBoth()
+      await update()
+      await expectFresh(what, check)
+    }
+  }),
+)
