@@ -1,12 +1,22 @@
-import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible'
+import { RateLimiterRes } from 'rate-limiter-flexible'
 import type { RateWindow } from './maxHits.ts'
 import type { CallerKey, WindowStatus } from './plugin.ts'
 
 /**
- * The limiter store seam (D7). Every window of every key is counted by a
- * rate-limiter-flexible limiter made by a `LimiterFactory`. Today the factory makes
- * in-memory limiters (one process). Several processes share counts by passing a
- * factory that makes store limiters instead, e.g.
+ * What the limiter store must do for one window: the calls rate-limiter-flexible's
+ * limiters answer (consume rejects with a RateLimiterRes when the points are spent).
+ */
+export type WindowLimiter = {
+  consume(key: string | number, points?: number): Promise<RateLimiterRes>
+  reward(key: string | number, points?: number): Promise<RateLimiterRes>
+  get(key: string | number): Promise<RateLimiterRes | null>
+}
+
+/**
+ * The limiter store seam (D7). Every window of every key is counted by a limiter made
+ * by a `LimiterFactory`. Today the factory makes in-memory fixed windows (one
+ * process). Several processes share counts by passing a factory that makes
+ * rate-limiter-flexible store limiters instead, e.g.
  *
  *   (options) => new RateLimiterMySQL({ ...options, storeClient: pool, tableName: 'rate_limits',
  *                                       insuranceLimiter: new RateLimiterMemory(options) })
@@ -14,9 +24,77 @@ import type { CallerKey, WindowStatus } from './plugin.ts'
  * (or RateLimiterRedis with the same insurance limiter), so an unreachable store
  * degrades to per-process counting instead of refusing every call.
  */
-export type LimiterFactory = (options: { points: number; duration: number; keyPrefix: string }) => RateLimiterAbstract
+export type LimiterFactory = (options: { points: number; duration: number; keyPrefix: string }) => WindowLimiter
 
-export const inMemoryLimiters: LimiterFactory = (options) => new RateLimiterMemory(options)
+/** One key's count in one window. */
+interface WindowCount {
+  consumed: number
+  resetAt: number
+}
+
+const sweepEveryMs = 60_000
+
+/**
+ * A fixed window counted in this process. Not rate-limiter-flexible's RateLimiterMemory:
+ * that one expires each count with a setTimeout, which Node cannot hold beyond 24.8
+ * days, so a 1Mon window would reset after every call. Here counts expire by the
+ * (injectable) clock when touched, and a sweep now and then drops the idle ones.
+ */
+export class MemoryWindowLimiter implements WindowLimiter {
+  private readonly counts = new Map<string | number, WindowCount>()
+  private nextSweepAt = 0
+
+  constructor(private readonly points: number, private readonly durationMs: number, private readonly clock: () => number) {}
+
+  private current(key: string | number, now: number): WindowCount {
+    if (now >= this.nextSweepAt) this.sweep(now)
+    let count = this.counts.get(key)
+    if (count === undefined) {
+      count = { consumed: 0, resetAt: now + this.durationMs }
+      this.counts.set(key, count)
+    } else if (count.resetAt <= now) {
+      count.consumed = 0
+      count.resetAt = now + this.durationMs
+    }
+    return count
+  }
+
+  private sweep(now: number): void {
+    this.nextSweepAt = now + sweepEveryMs
+    for (const [key, count] of this.counts) if (count.resetAt <= now) this.counts.delete(key)
+  }
+
+  private result(count: WindowCount, now: number, first: boolean): RateLimiterRes {
+    return new RateLimiterRes(Math.max(0, this.points - count.consumed), count.resetAt - now, count.consumed, first)
+  }
+
+  consume(key: string | number, points = 1): Promise<RateLimiterRes> {
+    const now = this.clock()
+    const count = this.current(key, now)
+    const first = count.consumed === 0
+    count.consumed += points
+    const result = this.result(count, now, first)
+    return count.consumed > this.points ? Promise.reject(result) : Promise.resolve(result)
+  }
+
+  reward(key: string | number, points = 1): Promise<RateLimiterRes> {
+    const now = this.clock()
+    const count = this.current(key, now)
+    count.consumed = Math.max(0, count.consumed - points)
+    return Promise.resolve(this.result(count, now, false))
+  }
+
+  get(key: string | number): Promise<RateLimiterRes | null> {
+    const now = this.clock()
+    const count = this.counts.get(key)
+    return Promise.resolve(count === undefined || count.resetAt <= now ? null : this.result(count, now, false))
+  }
+}
+
+/** The store of a single process: fixed windows in memory, on the kernel's clock. */
+export function inMemoryLimiters(clock: () => number = Date.now): LimiterFactory {
+  return (options) => new MemoryWindowLimiter(options.points, options.duration * 1000, clock)
+}
 
 export interface RateDecision {
   allowed: boolean
@@ -32,7 +110,7 @@ export interface RateDecision {
 
 /** One window's limiter and the parts of its header that never change. */
 interface WindowCounter {
-  limiter: RateLimiterAbstract
+  limiter: WindowLimiter
   policy: string
   policyName: string
 }
@@ -49,9 +127,9 @@ export class RateLimits {
   private readonly countersByWindow = new WeakMap<RateWindow, WindowCounter>()
   // Wrong day codes (D5) count here as well as on MaxHits, so guessing stays slow
   // even for a key without MaxHits.
-  private readonly dayCodeFailures: RateLimiterAbstract
+  private readonly dayCodeFailures: WindowLimiter
 
-  constructor(private readonly makeLimiter: LimiterFactory = inMemoryLimiters) {
+  constructor(private readonly makeLimiter: LimiterFactory = inMemoryLimiters()) {
     this.dayCodeFailures = makeLimiter({ points: dayCodeGuesses, duration: 60, keyPrefix: 'daycode' })
   }
 
@@ -82,7 +160,7 @@ export class RateLimits {
     if (windows.length === 0) return null
     let tightest: RateDecision | null = null
     let refused: RateDecision | null = null
-    let spared: RateLimiterAbstract[] | null = null
+    let spared: WindowLimiter[] | null = null
     for (let index = 0; index < windows.length; index++) {
       const window = windows[index]
       const counter = this.counterFor(window)

@@ -13,7 +13,7 @@ import type { IssuedKey } from './keyIssuer.ts'
 import { loadPlugins } from './pluginLoader.ts'
 import { RouteTable } from './router.ts'
 import { KeyDirectory } from './keyDirectory.ts'
-import { RateLimits, rateLimitHeaders } from './rateLimits.ts'
+import { RateLimits, inMemoryLimiters, rateLimitHeaders } from './rateLimits.ts'
 import { RequestIds } from './requestId.ts'
 import { ResponseCache } from './responseCache.ts'
 import { CallLog } from './callLog.ts'
@@ -75,7 +75,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const createdRootKey = await bootstrap(db, secrets, plugins, { dataDir: config.dataDir, now: clock() })
 
   const keys = new KeyDirectory(db, secrets, clock, config.cache.maxEntries, config.cache.keyTtlSeconds)
-  const rateLimits = new RateLimits()
+  const rateLimits = new RateLimits(inMemoryLimiters(clock))
   const requestIds = new RequestIds(config.nodeId, clock)
   const cache = new ResponseCache(config.cache.maxEntries)
   const callLog = new CallLog(db, config.log, clock, report)
