@@ -1,0 +1,71 @@
+/**
+ * POST /People/Update/OnePhoto (D13): a location string, or a base64 image of at most
+ * 5 MiB whose bytes must say JPEG, PNG or WebP, stored under <dataDir>/photos/.
+ * A 5 MiB image needs the operator to raise bodyLimit (default 1 MiB): base64 plus
+ * JSON is about 6.7 MiB, so these tests run with 8 MiB.
+ */
+import t from 'tap'
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { forEachDatabase, startService } from './helpers/service.ts'
+
+const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64')
+const jpeg = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.from('JFIF rest of a jpeg')])
+const webp = Buffer.concat([Buffer.from('RIFF'), Buffer.from([0x1a, 0, 0, 0]), Buffer.from('WEBPVP8 rest of a webp')])
+
+t.test('OnePhoto', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, config: { bodyLimit: 8 * 1024 * 1024 } })
+    const person = (await service.call('POST', '/People/Update/OneChange', { body: { FirstName: 'Pat', LastName: 'Photo' } })).json
+    const upload = (body: Record<string, unknown>) => service.call('POST', '/People/Update/OnePhoto', { body: { Id: person.Id, ...body } })
+
+    const located = await upload({ Photo: 'https://intranet.example/pat.jpg' })
+    t.equal(located.status, 200)
+    t.equal(located.json.Photo, 'https://intranet.example/pat.jpg', 'a location is stored as given')
+
+    const stored = new Map<string, string>()
+    for (const [type, bytes, extension] of [['png', png, 'png'], ['jpeg', jpeg, 'jpg'], ['webp', webp, 'webp']] as const) {
+      const answer = await upload({ Image: bytes.toString('base64') })
+      t.equal(answer.status, 200, type)
+      t.match(answer.json.Photo, new RegExp(`^photos/1/0/${person.Id}-[0-9a-f]{16}\\.${extension}$`), `${type} stored under photos/`)
+      t.same(readFileSync(join(service.config.dataDir, answer.json.Photo)), bytes, `${type}: the very bytes`)
+      stored.set(type, answer.json.Photo)
+    }
+    t.notOk(existsSync(join(service.config.dataDir, stored.get('png')!)), 'a replaced upload is removed')
+    t.equal((await upload({ Image: `data:image/png;base64,${png.toString('base64')}`, Type: 'image/png' })).status, 200, 'a data: URL and a matching Type')
+
+    const before = (await upload({ Photo: 'kept.jpg' })).json
+    const refusals: [Record<string, unknown>, RegExp][] = [
+      [{ Image: Buffer.from('just some text, no image').toString('base64') }, /^Error: Image is not a JPEG, PNG or WebP image\.$/],
+      [{ Image: Buffer.from('GIF89a....').toString('base64') }, /^Error: Image is not a JPEG, PNG or WebP image\.$/],
+      [{ Image: Buffer.from('%PDF-1.7').toString('base64') }, /^Error: Image is not a JPEG, PNG or WebP image\.$/],
+      [{ Image: '***not base64***' }, /^Error: Image must be base64 text\.$/],
+      [{ Image: '' }, /^Error: Image must be base64 text\.$/],
+      [{ Image: png.toString('base64'), Type: 'jpeg' }, /^Error: Type says jpeg but the image is png\.$/],
+      [{ Image: png.toString('base64'), Type: 'gif' }, /^Error: Type must be one of jpeg, png, webp/],
+      [{ Photo: 'x.jpg', Image: png.toString('base64') }, /^Error: Send either Photo/],
+      [{}, /^Error: Send either Photo/],
+      [{ Photo: 'x.jpg', Type: 'png' }, /^Error: Type describes Image/],
+    ]
+    for (const [body, message] of refusals) {
+      const refused = await upload(body)
+      t.equal(refused.status, 400, JSON.stringify(body).slice(0, 60))
+      t.match(refused.text, message)
+    }
+    const after = (await service.call('POST', '/people/read/filtered', { body: { filter: `Id=${person.Id}` } })).json.People[0]
+    t.equal(after.Photo, before.Photo, 'a refused upload changes nothing')
+
+    const fiveMiB = Buffer.concat([png, Buffer.alloc(5 * 1024 * 1024 - png.length)])
+    const largest = await upload({ Image: fiveMiB.toString('base64') })
+    t.equal(largest.status, 200, 'exactly 5 MiB is accepted')
+    const tooLarge = await upload({ Image: Buffer.concat([fiveMiB, Buffer.alloc(3)]).toString('base64') })
+    t.equal(tooLarge.status, 400)
+    t.match(tooLarge.text, /^Error: Image is larger than 5242880 bytes/)
+
+    const missing = await service.call('POST', '/People/Update/OnePhoto', { body: { Id: 777777, Image: png.toString('base64') } })
+    t.equal(missing.status, 404)
+    const cleared = await upload({ Photo: null })
+    t.equal(cleared.json.Photo, '', 'null clears the photo')
+    t.notOk(existsSync(join(service.config.dataDir, largest.json.Photo)), 'and our file goes with it')
+  }),
+)
