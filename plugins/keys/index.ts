@@ -1,9 +1,27 @@
 import type { Plugin } from '../../kernel/plugin.ts'
+import { keyRoutes } from './routes.ts'
 
-/** Placeholder until the keys plugin lands; it mounts no routes yet. */
-const plugin: Plugin = {
+/**
+ * The keys plugin (issue 3): create, edit and list API keys, and list the groups a
+ * key may hand on (interface 2.1, 3, 4.1, 4.2, 4.6; D9). Privilege only shrinks
+ * down the chain of keys: a key assigns only groups it holds, never one that allows
+ * key creation, and edits only keys it created.
+ */
+const keysPlugin: Plugin = {
   name: 'keys',
-  setup: () => [],
+  defaultGroups: [
+    {
+      // Covers /Api/Create/Key, so this group "allows key creation" and is never assignable (D9).
+      name: 'Key administration',
+      paths: [
+        { path: '/Api/Create/Key', displayName: 'Create API keys' },
+        { path: '/Api/Edit/Key', displayName: 'Edit or disable the keys you created' },
+        { path: '/Api/Read/Keys', displayName: 'List the keys you created' },
+        { path: '/Api/Read/Groups', displayName: 'List the groups you may assign to keys' },
+      ],
+    },
+  ],
+  setup: (kernel) => keyRoutes(kernel),
 }
 
-export default plugin
+export default keysPlugin

@@ -1,0 +1,82 @@
+import type { Kysely } from 'kysely'
+import type { CoreTables } from '../../kernel/storage/coreTables.ts'
+import { compileAclPath } from '../../kernel/aclPath.ts'
+import { badRequest } from '../../kernel/errors.ts'
+
+/** The route whose ACL coverage makes a group "allow key creation" (D9). */
+export const createKeyPath = '/Api/Create/Key'
+
+/** The group record of GET/POST /Api/Read/Groups (D9). */
+export interface GroupRecord {
+  Id: number
+  Display_Name: string
+  Paths: string[]
+}
+
+const groupIdListProblem = 'GroupId must be a group id, a comma-separated list of group ids, or an array of group ids.'
+
+/** GroupId in any of its D9 spellings -> distinct ids, in the order given. */
+export function parseGroupIds(value: number | string | number[]): number[] {
+  const ids = typeof value === 'number'
+    ? [value]
+    : Array.isArray(value)
+      ? value
+      : value.split(',').map((item) => {
+        const text = item.trim()
+        if (!/^\d{1,15}$/.test(text)) throw badRequest(groupIdListProblem)
+        return Number(text)
+      })
+  if (ids.length === 0 || ids.some((groupId) => groupId < 1)) throw badRequest(groupIdListProblem)
+  return [...new Set(ids)]
+}
+
+/** True when one of the paths covers POST /Api/Create/Key. */
+export function allowsKeyCreation(paths: readonly string[]): boolean {
+  return paths.some((path) => compileAclPath(path)(createKeyPath))
+}
+
+/**
+ * The groups a key may assign (D9): every group it holds itself except those that
+ * allow key creation, so privilege can only shrink down the chain of keys. Read from
+ * the database rather than the cached auth record, so an operator's change of the
+ * caller's groups counts at once.
+ */
+export async function assignableGroups(db: Kysely<CoreTables>, callerKeyId: number): Promise<GroupRecord[]> {
+  const rows = await db
+    .selectFrom('api_key_groups as kg')
+    .innerJoin('api_groups as g', 'g.id', 'kg.group_id')
+    .leftJoin('api_group_acl as ga', 'ga.group_id', 'g.id')
+    .leftJoin('api_acl as a', 'a.id', 'ga.acl_id')
+    .select(['g.id as groupId', 'g.display_name as groupName', 'a.path as path'])
+    .where('kg.key_id', '=', callerKeyId)
+    .orderBy('g.id')
+    .orderBy('a.id')
+    .execute()
+  const byId = new Map<number, GroupRecord>()
+  for (const row of rows) {
+    const groupId = Number(row.groupId)
+    let group = byId.get(groupId)
+    if (!group) {
+      group = { Id: groupId, Display_Name: row.groupName, Paths: [] }
+      byId.set(groupId, group)
+    }
+    if (row.path !== null) group.Paths.push(row.path)
+  }
+  return [...byId.values()].filter((group) => !allowsKeyCreation(group.Paths))
+}
+
+/**
+ * Checks a requested assignment against what the caller may assign. A group that does
+ * not exist and one the caller may not assign get the same answer: no hint of what
+ * other groups there are.
+ */
+export async function checkedGroupIds(db: Kysely<CoreTables>, callerKeyId: number, groupIdInput: number | string | number[]): Promise<number[]> {
+  const requested = parseGroupIds(groupIdInput)
+  const assignable = new Set((await assignableGroups(db, callerKeyId)).map((group) => group.Id))
+  for (const groupId of requested) {
+    if (!assignable.has(groupId)) {
+      throw badRequest(`GroupId ${groupId} is not a group you may assign (see GET /Api/Read/Groups).`)
+    }
+  }
+  return requested
+}

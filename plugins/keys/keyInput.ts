@@ -1,0 +1,105 @@
+import type { Updateable } from 'kysely'
+import type { CoreTables } from '../../kernel/storage/coreTables.ts'
+import { badRequest } from '../../kernel/errors.ts'
+import { parseInputDate } from '../../kernel/apiDate.ts'
+import { MaxHitsError, formatMaxHits, parseMaxHits } from '../../kernel/maxHits.ts'
+import type { KeyFieldsInput } from './schemas.ts'
+
+/** The api_keys columns a create or edit body sets (group and tenant columns apart). */
+export type KeyColumns = Pick<
+  Updateable<CoreTables['api_keys']>,
+  'display_name' | 'email' | 'phone' | 'start_date' | 'end_date' | 'day_pass' | 'require_https' | 'allow_hours' | 'response_format' | 'log_level' | 'log_raw' | 'max_hits' | 'require_hash'
+>
+
+// Control characters have no place in a name, and lone UTF-16 surrogates cannot be
+// stored as utf8mb4: MySQL would fail the write (a 500) where SQLite accepts it.
+const controlCharacter = /[\u0000-\u001f\u007f]/
+const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/** Rejects text that would not round-trip the same way on both databases. */
+export function checkText(field: string, value: string): string {
+  if (loneSurrogate.test(value)) throw badRequest(`${field} is not valid Unicode text.`)
+  if (controlCharacter.test(value)) throw badRequest(`${field} must not contain control characters.`)
+  return value
+}
+
+/**
+ * Display_Name is unique per Parent by exact comparison. MariaDB's collations ignore
+ * trailing spaces in that comparison and SQLite does not, so names that start or end
+ * with white space are refused: one rule on both databases.
+ */
+function checkDisplayName(value: string): string {
+  checkText('Display_Name', value)
+  if (value.trim() !== value) throw badRequest('Display_Name must not start or end with white space.')
+  return value
+}
+
+function optionalText(field: string, value: string | null): string | null {
+  if (value === null || value === '') return null
+  return checkText(field, value)
+}
+
+const calendarDatePrefix = /^(\d{4})-(\d{2})-(\d{2})/
+
+/**
+ * parseInputDate falls back to Date.parse for RFC 3339 with an offset, and Date.parse
+ * rolls 2026-02-31 over to March; a date that is not on the calendar is refused here.
+ */
+function onTheCalendar(text: string): boolean {
+  const match = calendarDatePrefix.exec(text)
+  if (!match) return true
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])]
+  const date = new Date(Date.UTC(year, month - 1, day))
+  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day
+}
+
+function inputDate(field: string, value: string | null): number | null {
+  if (value === null || value === '') return null
+  const time = onTheCalendar(value) ? parseInputDate(value) : null
+  if (time === null) throw badRequest(`${field} must be an HTTP-date (Sun, 22 Nov 2026 08:49:37 GMT) or RFC 3339 (2026-11-22T08:49:37Z).`)
+  return time
+}
+
+/** MaxHits in its canonical spelling (D7), null for no limit. */
+function maxHitsColumn(value: string | null): string | null {
+  try {
+    const windows = parseMaxHits(value)
+    return windows.length === 0 ? null : formatMaxHits(windows)
+  } catch (error) {
+    if (error instanceof MaxHitsError) throw badRequest(error.message)
+    throw error
+  }
+}
+
+/**
+ * The columns a body sets, checked and converted; a field left out sets nothing (edit
+ * keeps the stored value, create takes the column's default). An empty string or null
+ * clears an optional text, date or MaxHits.
+ */
+export function keyColumns(body: KeyFieldsInput): KeyColumns {
+  const columns: KeyColumns = {}
+  if (body.Display_Name !== undefined) columns.display_name = checkDisplayName(body.Display_Name)
+  if (body.Email !== undefined) columns.email = optionalText('Email', body.Email)
+  if (body.Phone !== undefined) columns.phone = optionalText('Phone', body.Phone)
+  if (body.StartDate !== undefined) columns.start_date = inputDate('StartDate', body.StartDate)
+  if (body.EndDate !== undefined) columns.end_date = inputDate('EndDate', body.EndDate)
+  if (body.DayPass !== undefined) columns.day_pass = body.DayPass
+  if (body.Require_Https !== undefined) columns.require_https = body.Require_Https
+  if (body.AllowHours !== undefined) columns.allow_hours = body.AllowHours
+  if (body.ResponseFormat !== undefined) columns.response_format = body.ResponseFormat
+  if (body.LogLevel !== undefined) columns.log_level = body.LogLevel
+  if (body.LogRaw !== undefined) columns.log_raw = body.LogRaw
+  if (body.MaxHits !== undefined) columns.max_hits = maxHitsColumn(body.MaxHits)
+  if (body.Require_Hash !== undefined) columns.require_hash = body.Require_Hash
+  if (columns.start_date != null && columns.end_date != null && columns.end_date <= columns.start_date) {
+    // Only when both come in one body: an edit that sets EndDate alone is a disable,
+    // valid whatever the stored StartDate.
+    throw badRequest('EndDate must be after StartDate.')
+  }
+  return columns
+}
+
+/** The exact 400 text of interface 4.1 for a taken Display_Name. */
+export function nameTaken(name: string) {
+  return badRequest(`Display Name '${name}' is already defined.`)
+}

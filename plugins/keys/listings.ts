@@ -1,0 +1,74 @@
+import type { Call, KernelServices } from '../../kernel/plugin.ts'
+import { httpDate } from '../../kernel/apiDate.ts'
+import { assignableGroups, type GroupRecord } from './groupRules.ts'
+import { keysCreatedBy, type KeyRow } from './keyQueries.ts'
+
+/** One key of GET /Api/Read/Keys: its fields as create/edit take them, never its secret. */
+export interface KeyListing {
+  Id: number
+  Api_Key: string
+  Display_Name: string
+  Email: string | null
+  Phone: string | null
+  Parent: number
+  Custno: number
+  /** HTTP-dates (D9); null when not set. */
+  StartDate: string | null
+  EndDate: string | null
+  /** 1 when the key works now: StartDate <= now < EndDate (interface 3). */
+  Active: 0 | 1
+  DayPass: number
+  Require_Https: number
+  AllowHours: number | null
+  ResponseFormat: string
+  LogLevel: number
+  LogRaw: number
+  MaxHits: string
+  Require_Hash: number | null
+  Groups: { Id: number; Display_Name: string }[]
+  Created: string
+}
+
+const nullableNumber = (value: number | null) => (value === null ? null : Number(value))
+const nullableDate = (value: number | null) => (value === null ? null : httpDate(Number(value)))
+
+export function isActive(row: Pick<KeyRow, 'start_date' | 'end_date'>, now: number): boolean {
+  return (row.start_date === null || Number(row.start_date) <= now) && (row.end_date === null || now < Number(row.end_date))
+}
+
+function keyListing(row: KeyRow, groups: KeyListing['Groups'], now: number): KeyListing {
+  return {
+    Id: Number(row.id),
+    Api_Key: row.api_key,
+    Display_Name: row.display_name,
+    Email: row.email,
+    Phone: row.phone,
+    Parent: Number(row.parent),
+    Custno: Number(row.custno),
+    StartDate: nullableDate(row.start_date),
+    EndDate: nullableDate(row.end_date),
+    Active: isActive(row, now) ? 1 : 0,
+    DayPass: Number(row.day_pass),
+    Require_Https: Number(row.require_https),
+    AllowHours: nullableNumber(row.allow_hours),
+    ResponseFormat: row.response_format,
+    LogLevel: Number(row.log_level),
+    LogRaw: Number(row.log_raw),
+    MaxHits: row.max_hits ?? '',
+    Require_Hash: nullableNumber(row.require_hash),
+    Groups: groups,
+    Created: httpDate(Number(row.created_at)),
+  }
+}
+
+/** GET /Api/Read/Keys: the keys the caller's key created (interface 4.6). */
+export async function readKeys(kernel: KernelServices, call: Call): Promise<KeyListing[]> {
+  const { keys, groups } = await keysCreatedBy(kernel.db, call.caller.id)
+  const now = kernel.clock()
+  return keys.map((row) => keyListing(row, groups.get(Number(row.id)) ?? [], now))
+}
+
+/** GET/POST /Api/Read/Groups: the groups the caller may assign (D9). */
+export function readGroups(kernel: KernelServices, call: Call<unknown>): Promise<GroupRecord[]> {
+  return assignableGroups(kernel.db, call.caller.id)
+}

@@ -1,0 +1,49 @@
+import { defineRoute, type KernelServices, type Route } from '../../kernel/plugin.ts'
+import { createKeyBodySchema, editKeyBodySchema, readGroupsBodySchema, type CreateKeyBody, type EditKeyBody } from './schemas.ts'
+import { createKey } from './createKey.ts'
+import { editKey } from './editKey.ts'
+import { readGroups, readKeys } from './listings.ts'
+
+/**
+ * The routes of the keys plugin. None is cached: create and edit change state, and the
+ * listings must show a create or edit on the very next call.
+ */
+export function keyRoutes(kernel: KernelServices): Route[] {
+  return [
+    defineRoute<CreateKeyBody>({
+      method: 'POST',
+      path: '/Api/Create/Key',
+      dayCode: true,
+      body: createKeyBodySchema,
+      xml: { root: 'Key' },
+      handler: (call) => createKey(kernel, call),
+    }),
+    defineRoute<EditKeyBody>({
+      method: 'POST',
+      path: '/Api/Edit/Key',
+      dayCode: true,
+      body: editKeyBodySchema,
+      xml: { root: 'Key' },
+      handler: (call) => editKey(kernel, call),
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/Api/Read/Groups',
+      xml: { root: 'Groups', item: 'Group' },
+      handler: (call) => readGroups(kernel, call),
+    }),
+    defineRoute<Record<string, never>>({
+      method: 'POST',
+      path: '/Api/Read/Groups',
+      body: readGroupsBodySchema,
+      xml: { root: 'Groups', item: 'Group' },
+      handler: (call) => readGroups(kernel, call),
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/Api/Read/Keys',
+      xml: { root: 'Keys', item: 'Key' },
+      handler: (call) => readKeys(kernel, call),
+    }),
+  ] as Route[]
+}

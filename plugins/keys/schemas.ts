@@ -1,0 +1,110 @@
+/**
+ * JSON schemas of the keys plugin's request bodies (interface 2.1, 4.1, 4.2). The
+ * kernel compiles each once at start and answers the first violation as a 400 that
+ * names the field. Rules that span fields, or need the caller or the database, are
+ * checked by the handlers (keyInput.ts, groupRules.ts, tenantScope.ts).
+ */
+
+// Column sizes of api_keys (coreMigrations.ts); a longer value must be a 400, not a
+// database error.
+const nameLength = 255
+const phoneLength = 100
+/** Ids are < 2^53 everywhere (D8), so JSON numbers carry them exactly. */
+const largestId = Number.MAX_SAFE_INTEGER
+
+const optionalText = (maxLength: number) => ({ type: ['string', 'null'], maxLength })
+const flag = { type: 'integer', enum: [0, 1] }
+const id = { type: 'integer', minimum: 1, maximum: largestId }
+
+/**
+ * D9: a number, a comma-separated string of numbers, or an array of numbers. One schema
+ * with a type list rather than anyOf, so a violation is reported for this field plainly
+ * (anyOf would report the first branch's complaint); the string's list syntax is
+ * checked by parseGroupIds.
+ */
+const groupIdSchema = {
+  type: ['integer', 'string', 'array'],
+  minimum: 1,
+  maximum: largestId,
+  maxLength: 4000,
+  items: id,
+  minItems: 1,
+  maxItems: 200,
+}
+
+/** The fields of interface 2.1, shared by create and edit. */
+const keyFieldProperties = {
+  Display_Name: { type: 'string', minLength: 1, maxLength: nameLength },
+  Email: optionalText(nameLength),
+  Phone: optionalText(phoneLength),
+  StartDate: { type: ['string', 'null'], maxLength: 64 },
+  EndDate: { type: ['string', 'null'], maxLength: 64 },
+  DayPass: flag,
+  Require_Https: flag,
+  // Fractional hours are allowed (D3); null restores the 5-minute default. Ten years at most.
+  AllowHours: { type: ['number', 'null'], minimum: 0, maximum: 87_600 },
+  ResponseFormat: { type: 'string', enum: ['json', 'xml', 'csv'] },
+  LogLevel: { type: 'integer', minimum: 0, maximum: 100 },
+  LogRaw: { type: 'integer', minimum: 0, maximum: 3650 },
+  MaxHits: optionalText(nameLength),
+  GroupId: groupIdSchema,
+  Defaults: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      Parent: { type: 'integer', minimum: 0, maximum: largestId },
+      Custno: { type: 'integer', minimum: 0, maximum: largestId },
+    },
+  },
+  // The key's own override of the ACL entry's hash method (D4); null = follow the entry.
+  Require_Hash: { type: ['integer', 'null'], minimum: 0, maximum: 5 },
+} as const
+
+export const createKeyBodySchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['Display_Name', 'GroupId'],
+  properties: keyFieldProperties,
+} as const
+
+export const editKeyBodySchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    ...keyFieldProperties,
+    KeyId: id,
+    ApiKey: { type: 'string', minLength: 1, maxLength: 64 },
+  },
+} as const
+
+/** POST /Api/Read/Groups takes no parameters; an empty object (or no body) is all it accepts. */
+export const readGroupsBodySchema = { type: 'object', additionalProperties: false, properties: {} } as const
+
+/** The body of create and edit as it arrives after the schema check. */
+export interface KeyFieldsInput {
+  Display_Name?: string
+  Email?: string | null
+  Phone?: string | null
+  StartDate?: string | null
+  EndDate?: string | null
+  DayPass?: 0 | 1
+  Require_Https?: 0 | 1
+  AllowHours?: number | null
+  ResponseFormat?: 'json' | 'xml' | 'csv'
+  LogLevel?: number
+  LogRaw?: number
+  MaxHits?: string | null
+  GroupId?: number | string | number[]
+  Defaults?: { Parent?: number; Custno?: number }
+  Require_Hash?: number | null
+}
+
+export interface CreateKeyBody extends KeyFieldsInput {
+  Display_Name: string
+  GroupId: number | string | number[]
+}
+
+export interface EditKeyBody extends KeyFieldsInput {
+  KeyId?: number
+  ApiKey?: string
+}
