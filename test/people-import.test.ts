@@ -1,0 +1,102 @@
+/**
+ * Bulk import (D13): importinit -> importmass batches (JSON or CSV, up to 10,000 rows,
+ * upsert on Source_Id, each bad row reported by number, never half-written) ->
+ * importterm (terminate the scope's people not delivered, answer the counts).
+ * A 10,000-row JSON batch is ~2.5 MB, over the default 1 MiB bodyLimit, hence 8 MiB.
+ */
+import t from 'tap'
+import { forEachDatabase, startService } from './helpers/service.ts'
+
+function employee(index: number): Record<string, unknown> {
+  return {
+    Source_Id: `E${String(index).padStart(5, '0')}`, Emp_Id: String(index), FirstName: `First${index}`, LastName: `Last${index % 977}`,
+    Email: `person${index}@example.com`, Dept: ['Sales', 'IT', 'HR'][index % 3], Gender: ['M', 'F', 'U'][index % 3], HireDate: '2019-04-01',
+  }
+}
+
+t.test('a 10,000-row batch with bad rows, then a CSV re-import and importterm', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, config: { bodyLimit: 8 * 1024 * 1024 } })
+    const first = await service.call('POST', '/people/update/importinit', { body: {} })
+    t.equal(first.status, 200)
+    t.match(first.json, { ImportId: Number })
+    const importId = first.json.ImportId
+
+    const rows: unknown[] = Array.from({ length: 10_000 }, (_, index) => employee(index + 1))
+    const bad: Record<number, [unknown, RegExp]> = {
+      17: [{ ...employee(17), LastName: undefined }, /^LastName is required\.$/],
+      500: [{ ...employee(500), Gender: 'X' }, /^Gender must be one of M, F, U/],
+      1234: [{ ...employee(1234), HireDate: '2021-13-01' }, /^HireDate must be a date/],
+      5000: [{ ...employee(4999) }, /^Source_Id 'E04999' repeats row 4999 of this batch\.$/],
+      7777: [{ ...employee(7777), Salary: 1 }, /^Salary is not a known field\.$/],
+      8000: [{ ...employee(8000), Source_Id: '' }, /^Source_Id is required\.$/],
+      9999: ['not a person', /^The row is not an object\.$/],
+    }
+    for (const [row, [value]] of Object.entries(bad)) rows[Number(row) - 1] = value
+    const started = Date.now()
+    const batch = await service.call('POST', '/people/update/importmass', { body: { ImportId: importId, People: rows } })
+    t.comment(`${kind}: 10,000-row batch in ${Date.now() - started} ms`)
+    t.equal(batch.status, 200, batch.text.slice(0, 200))
+    t.match(batch.json, { ImportId: importId, Batch: 1, Rows: 10_000, Added: 9_993, Changed: 0, Unchanged: 0, Rejected: 7 })
+    t.same(batch.json.Rejections.map((rejection: { Row: number }) => rejection.Row), Object.keys(bad).map(Number), 'each bad row by its number, in order')
+    for (const rejection of batch.json.Rejections) t.match(rejection.Reason, bad[rejection.Row][1], `row ${rejection.Row}`)
+    t.equal(batch.json.Rejections[0].Source_Id, 'E00017', 'a rejection names the Source_Id when it has one')
+
+    const listed = await service.call('GET', '/People/Read/Missing?size=1')
+    t.equal(listed.json.Total, 9_993, 'every good row is there, none of the bad ones')
+    const notWritten = await service.call('POST', '/people/read/filtered', { body: { filter: 'Source_Id=E00500' } })
+    t.equal(notWritten.json.People, 'No people found', 'a bad row is not half-written')
+    const counts = await service.call('POST', '/people/update/importterm', { body: { ImportId: importId } })
+    t.match(counts.json, { ImportId: importId, Batches: 1, Added: 9_993, Changed: 0, Unchanged: 0, Terminated: 0, Rejected: 7 })
+    t.same(counts.json.Rejections.map((rejection: { Batch: number; Row: number }) => [rejection.Batch, rejection.Row]), Object.keys(bad).map((row) => [1, Number(row)]))
+
+    // The next sync comes as CSV: one changed, one unchanged, one new, one bad row.
+    const second = (await service.call('POST', '/people/update/importinit', { body: {} })).json.ImportId
+    const csv = [
+      'Source_Id,FirstName,LastName,Email,Dept,Gender,HireDate,Emp_Id',
+      'E00001,First1,Last1,person1@example.com,Sales,F,2019-04-01,1', // changed: Dept IT -> Sales
+      'E00002,First2,Last2,person2@example.com,HR,U,2019-04-01,2', // unchanged
+      'N00001,New,Hire,new@example.com,IT,U,2026-01-05,N1', // new
+      'N00002,Too,Few', // bad: too few fields
+      'N00003,,,x@example.com,IT,U,,', // bad: no LastName
+    ].join('\r\n')
+    const csvBatch = await service.call('POST', '/people/update/importmass', { body: { ImportId: second, Csv: csv } })
+    t.equal(csvBatch.status, 200, csvBatch.text)
+    t.match(csvBatch.json, { Batch: 1, Rows: 5, Added: 1, Changed: 1, Unchanged: 1, Rejected: 2 })
+    t.same(csvBatch.json.Rejections.map((rejection: { Row: number }) => rejection.Row), [4, 5], 'CSV rows are numbered from the line after the header')
+    t.match(csvBatch.json.Rejections[0].Reason, /Too few fields/)
+    const changed = (await service.call('POST', '/people/read/filtered', { body: { filter: 'Source_Id=E00001' } })).json.People[0]
+    t.equal(changed.Dept, 'Sales')
+    const ended = await service.call('POST', '/people/update/importterm', { body: { ImportId: second } })
+    t.match(ended.json, { Batches: 1, Added: 1, Changed: 1, Unchanged: 1, Terminated: 9_993 - 2, Rejected: 2 })
+    const stillHere = await service.call('POST', '/people/read/list', { body: { filter: 'TermDate=', size: 10 } })
+    t.same(stillHere.json.People.map((person: { Source_Id: string }) => person.Source_Id).sort(), ['E00001', 'E00002', 'N00001'], 'only the people of the last import are not terminated')
+    t.match((await service.call('POST', '/people/update/importmass', { body: { ImportId: second, People: [] } })).text, /^Error: Import \d+ is already finished\.$/)
+    t.equal((await service.call('POST', '/people/update/importterm', { body: { ImportId: second } })).status, 400)
+  }),
+)
+
+t.test('batches refused whole', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, config: { bodyLimit: 8 * 1024 * 1024 } })
+    const importId = (await service.call('POST', '/people/update/importinit', { body: {} })).json.ImportId
+    const refusals: [unknown, number, RegExp][] = [
+      [{ ImportId: importId, People: Array.from({ length: 10_001 }, () => ({})) }, 400, /^Error: People must NOT have more than 10000 items/],
+      [{ ImportId: importId, Csv: 'Source_Id,LastName\r\n' + 'A,B\r\n'.repeat(10_001) }, 400, /^Error: A batch holds at most 10000 rows; this one has 10001\.$/],
+      [{ ImportId: importId, Csv: 'Source_Id,LastName,Salary\r\nA,B,1' }, 400, /^Error: Unknown CSV column 'Salary'/],
+      [{ ImportId: importId, People: [], Csv: '' }, 400, /^Error: Send either People/],
+      [{ ImportId: importId }, 400, /^Error: Send either People/],
+      [{ ImportId: 123456, People: [] }, 404, /^Error: Import 123456 not found\.$/],
+      [{ People: [] }, 400, /^Error: ImportId is required\.$/],
+    ]
+    for (const [body, status, message] of refusals) {
+      const refused = await service.call('POST', '/people/update/importmass', { body })
+      t.equal(refused.status, status)
+      t.match(refused.text, message)
+    }
+    t.equal((await service.call('GET', '/People/Read/Missing')).json.Total, 0, 'nothing written')
+    const empty = await service.call('POST', '/people/update/importterm', { body: { ImportId: importId } })
+    t.equal(empty.status, 400)
+    t.match(empty.text, /refusing to terminate everyone/)
+  }),
+)
