@@ -37,8 +37,11 @@ export function readCredentials(request: IncomingMessage): Credentials {
   const found: Credentials = {}
   const headers = request.headers
   if (headers.authorization !== undefined) {
-    for (const line of request.headersDistinct.authorization ?? []) {
-      for (const piece of line.split(foldedBoundary)) {
+    // req.headers keeps only the first Authorization line; the raw list has them all.
+    const raw = request.rawHeaders
+    for (let index = 0; index < raw.length; index += 2) {
+      if (raw[index].length !== 13 || raw[index].toLowerCase() !== 'authorization') continue
+      for (const piece of raw[index + 1].split(foldedBoundary)) {
         const match = itemPattern.exec(piece)
         if (!match) {
           // An Authorization line of another scheme (Basic, Bearer) is not ours to read.
@@ -49,11 +52,18 @@ export function readCredentials(request: IncomingMessage): Credentials {
       }
     }
   }
-  for (const item of Object.keys(itemField) as ItemName[]) {
-    const values = request.headersDistinct[item]
-    if (values === undefined) continue
-    if (values.length > 1) throw unauthorized(`Credential ${item} was given more than once.`)
-    assign(found, item, values[0].trim())
-  }
+  // Node joins repeated x-api* headers with ', '. No key, signature or day code has a
+  // comma, so one there means the item came twice; a doubled date no longer parses.
+  readPlain(found, 'x-apikey', headers['x-apikey'])
+  readPlain(found, 'x-apidate', headers['x-apidate'])
+  readPlain(found, 'x-apihmac', headers['x-apihmac'])
+  readPlain(found, 'x-apitoday', headers['x-apitoday'])
   return found
+}
+
+function readPlain(found: Credentials, item: ItemName, value: string | string[] | undefined): void {
+  if (value === undefined) return
+  const text = (Array.isArray(value) ? value.join(', ') : value).trim()
+  if (item !== 'x-apidate' && text.includes(',')) throw unauthorized(`Credential ${item} was given more than once.`)
+  assign(found, item, text)
 }
