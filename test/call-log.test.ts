@@ -1,0 +1,251 @@
+/**
+ * The call log (interface 2.3, 4.4; D8): records at levels 0/1/2, POST /Api/Read/Log
+ * (read-your-writes, owner only, cache), POST /Api/Read/History, retention purge on a
+ * fake clock, and no record lost when the kernel closes under load. SQLite and MariaDB.
+ */
+import t from 'tap'
+import { forEachDatabase, startService, type Service } from './helpers/service.ts'
+import { makeKey } from './helpers/probePlugin.ts'
+import { CallLog } from '../kernel/callLog.ts'
+
+const declaredFields = [
+  'RequestTime', 'Http_Host', 'Server_Name', 'Server_Addr', 'Server_Port', 'Remote_Addr', 'Request_Scheme',
+  'Request_Method', 'Api_Acl', 'Api_Function', 'Request_Url', 'Http_User_Agent', 'Raw_Request', 'Response_Code',
+  'Rsponse', 'Bandwidth', 'Response_Format', 'Seconds',
+]
+const levelZeroFields = ['RequestTime', 'Remote_Addr', 'Request_Method', 'Api_Acl', 'Api_Function', 'Response_Code', 'Response_Format', 'Seconds', 'Bandwidth']
+const levelOneFields = [...levelZeroFields, 'Http_Host', 'Server_Name', 'Server_Addr', 'Server_Port', 'Request_Scheme']
+const levelTwoFields = [...levelOneFields, 'Request_Url', 'Http_User_Agent', 'Raw_Request', 'Rsponse']
+
+function storedFields(record: Record<string, unknown>): string[] {
+  return Object.keys(record).filter((name) => record[name] !== null).sort()
+}
+
+async function readLog(service: Service, id: string | number | null, key?: { apiKey: string; secret: string }) {
+  return service.call('POST', '/Api/Read/Log', { body: { LogRequestId: Number(id) }, key })
+}
+
+t.test('a call with x-LogLevel: 2 is readable at once with its URL, user agent and raw request', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    // Records stay in the queue for a minute: the read below can only be served from it.
+    const service = await startService(t, { kind, config: { log: { ...defaultLog(), flushMs: 60_000, batchSize: 10_000 } } })
+    const call = await service.call('GET', '/Api/Read/Acl?format=json', { headers: { 'x-LogLevel': '2', 'User-Agent': 'walk-through/1.0' } })
+    t.equal(call.status, 200)
+    const requestId = call.headers.get('x-requestid')
+    t.match(requestId, /^\d+$/)
+    const inTable = await service.kernel.database.db.selectFrom('api_log').select('id').where('id', '=', Number(requestId)).execute()
+    t.equal(inTable.length, 0, 'the record is not written yet')
+
+    const log = await readLog(service, requestId)
+    t.equal(log.status, 200)
+    t.same(Object.keys(log.json), declaredFields, 'the declared fields of interface 2.3, then Response_Format and Seconds')
+    t.match(log.json, {
+      RequestTime: /^\w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/,
+      Http_Host: `127.0.0.1:${service.port}`,
+      Server_Name: service.config.serverName,
+      Server_Addr: '127.0.0.1',
+      Server_Port: service.port,
+      Remote_Addr: '127.0.0.1',
+      Request_Scheme: 'HTTP',
+      Request_Method: 'GET',
+      Api_Acl: Number,
+      Api_Function: '/Api/Read/Acl',
+      Request_Url: '/v1.0/Api/Read/Acl?format=json',
+      Http_User_Agent: 'walk-through/1.0',
+      Raw_Request: String,
+      Response_Code: 200,
+      Response_Format: 'json',
+      Seconds: Number,
+      Bandwidth: call.text.length,
+    })
+    t.same(log.json.Rsponse, call.json, 'the answer as it was sent')
+    const raw = JSON.parse(log.json.Raw_Request)
+    t.match(raw, { method: 'GET', url: '/v1.0/Api/Read/Acl?format=json', headers: { 'x-apikey': '[redacted]', 'x-apihmac': '[redacted]', 'x-apidate': '[redacted]', 'user-agent': 'walk-through/1.0', 'x-loglevel': '2' } })
+    t.notOk(log.json.Raw_Request.includes(service.admin.apiKey), 'the API key is not in the raw request')
+
+    const again = await readLog(service, requestId)
+    t.equal(again.headers.get('x-cache'), 'HIT', 'a repeated read comes from the cache')
+    t.same(again.json, log.json)
+    t.equal((await service.call('POST', '/Api/Read/Log', { body: { LogRequestId: String(requestId) } })).status, 200, 'the id may be sent as the header text')
+
+    // After a restart (close writes the queue) the record comes from the table.
+    const restarted = await service.restart()
+    const fromTable = await readLog(restarted, requestId)
+    t.equal(fromTable.status, 200)
+    t.equal(fromTable.headers.get('x-cache'), null)
+    t.same(fromTable.json, log.json, 'the same record from the table as from the queue')
+  }),
+)
+
+t.test('only the key that made the call reads its record; unknown ids look the same', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const call = await service.call('GET', '/Api/Read/Acl')
+    const requestId = Number(call.headers.get('x-requestid'))
+    const other = await makeKey(service)
+    const othersRead = await readLog(service, requestId, other)
+    const unknown = await readLog(service, requestId + 4096)
+    t.equal(othersRead.status, 404)
+    t.equal(unknown.status, 404)
+    t.equal(othersRead.text, unknown.text, 'the same text: nobody learns that the id exists')
+    t.match(unknown.text, /^Error: /)
+
+    for (const [name, body] of [['missing', {}], ['not a number', { LogRequestId: 'abc' }], ['zero', { LogRequestId: 0 }], ['fraction', { LogRequestId: 1.5 }], ['extra field', { LogRequestId: 1, Other: 1 }]] as const) {
+      const answer = await service.call('POST', '/Api/Read/Log', { body })
+      t.equal(answer.status, 400, `${name}: 400`)
+      t.match(answer.text, /^Error: /)
+    }
+    t.equal((await service.call('POST', '/Api/Read/Log')).status, 400, 'no body: 400')
+  }),
+)
+
+t.test('each log level stores exactly its fields', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const levels: [string, Record<string, string>, { log_level?: number }, string[]][] = [
+      ['key level 0, no header', {}, {}, levelZeroFields],
+      ['header 0', { 'x-LogLevel': '0' }, { log_level: 2 }, levelZeroFields],
+      ['key level 1', {}, { log_level: 1 }, levelOneFields],
+      ['header 1', { 'x-LogLevel': '1' }, {}, levelOneFields],
+      ['header 2', { 'x-LogLevel': '2' }, {}, levelTwoFields],
+      ['key level 2', {}, { log_level: 2 }, levelTwoFields],
+      ['header 5 counts as high', { 'x-LogLevel': '5' }, {}, levelTwoFields],
+      ['malformed header: the key level', { 'x-LogLevel': 'max' }, { log_level: 1 }, levelOneFields],
+    ]
+    for (const [name, headers, fields, expected] of levels) {
+      const key = await makeKey(service, fields)
+      const call = await service.call('GET', '/Api/Read/Acl', { key, headers })
+      const log = await readLog(service, call.headers.get('x-requestid'), key)
+      t.equal(log.status, 200, name)
+      t.same(storedFields(log.json), [...expected].sort(), name)
+    }
+
+    // An error answer keeps its short message at every level.
+    const key = await makeKey(service)
+    const failed = await service.call('POST', '/Api/Read/Log', { key, body: { LogRequestId: 'nope' } })
+    t.equal(failed.status, 400)
+    const failedLog = await readLog(service, failed.headers.get('x-requestid'), key)
+    t.same(storedFields(failedLog.json), [...levelZeroFields, 'Rsponse'].sort())
+    t.match(failedLog.json, { Response_Code: 400, Rsponse: failed.text, Response_Format: 'text' })
+
+    // A logged rate-limit read shows one object per window (interface 2.3).
+    const limited = await makeKey(service, { max_hits: '10/1Sec,1000/1Hour,100000/1Mon', log_level: 2 })
+    const limits = await service.call('GET', '/Api/Read/Limits', { key: limited })
+    const limitsLog = await readLog(service, limits.headers.get('x-requestid'), limited)
+    t.same(Object.keys(limitsLog.json.Rsponse), ['1Sec', '1Hour', '1Mon'])
+    t.same(limitsLog.json.Rsponse, limits.json)
+
+    // An XML answer is logged as its value.
+    const xml = await service.call('GET', '/Api/Read/Acl?format=xml', { headers: { 'x-LogLevel': '2' } })
+    t.match(xml.text, /^<\?xml/)
+    const xmlLog = await readLog(service, xml.headers.get('x-requestid'))
+    t.equal(xmlLog.json.Response_Format, 'xml')
+    t.ok(Array.isArray(xmlLog.json.Rsponse), 'Rsponse holds the ACL entries, not XML text')
+  }),
+)
+
+t.test('POST /Api/Read/History', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const key = await makeKey(service)
+    const start = new Date(Date.now() - 1000).toISOString()
+    const ids: number[] = []
+    for (const path of ['/Api/Read/Acl', '/Api/Read/Limits', '/Api/Read/Acl']) {
+      ids.push(Number((await service.call('GET', path, { key })).headers.get('x-requestid')))
+    }
+    await service.call('GET', '/Api/Read/Acl') // another key's call is never listed
+
+    const all = await service.call('POST', '/Api/Read/History', { key, body: {} })
+    t.equal(all.status, 200)
+    t.match(all.json, { Total: 3, Page: '1 of 1' })
+    t.same(all.json.Calls.map((call: { Id: number }) => call.Id), [...ids].reverse(), 'newest first, own calls only')
+    t.same(Object.keys(all.json.Calls[0]), ['Id', 'RequestTime', 'Request_Method', 'Api_Function', 'Api_Acl', 'Response_Code', 'Seconds', 'Bandwidth'])
+
+    const paged = await service.call('POST', '/Api/Read/History', { key, body: { page: 2, size: 2 } })
+    t.match(paged.json, { Total: 4, Page: '2 of 2' }, 'the first history call is listed now')
+    t.same(paged.json.Calls.map((call: { Id: number }) => call.Id), [ids[1], ids[0]])
+
+    const acl = await service.call('POST', '/Api/Read/History', { key, body: { Function: '/api/read/acl' } })
+    t.same(acl.json.Calls.map((call: { Id: number }) => call.Id), [ids[2], ids[0]], 'Function filter, any letter case')
+
+    const inRange = await service.call('POST', '/Api/Read/History', { key, body: { From: start, To: new Date(Date.now() + 1000).toUTCString() } })
+    t.ok(inRange.json.Total >= 3)
+    const before = await service.call('POST', '/Api/Read/History', { key, body: { To: start } })
+    t.match(before.json, { Total: 0, Page: '1 of 1', Calls: [] })
+
+    for (const body of [{ From: 'yesterday' }, { From: new Date().toISOString(), To: start }, { size: 0 }, { size: 1001 }, { page: 0 }, { Sort: 'Id' }]) {
+      const answer = await service.call('POST', '/Api/Read/History', { key, body })
+      t.equal(answer.status, 400, JSON.stringify(body))
+    }
+  }),
+)
+
+t.test('retention: details after LogRaw days (at most 7), records after 30 days, in small batches', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const db = service.kernel.database.db
+    const shortRaw = await makeKey(service, { log_raw: 1 })
+    const longRaw = await makeKey(service, { log_raw: 90 })
+    const start = Date.now()
+    const detailed: number[] = []
+    for (const key of [shortRaw, shortRaw, longRaw, longRaw, longRaw]) {
+      detailed.push(Number((await service.call('GET', '/Api/Read/Acl', { key, headers: { 'x-LogLevel': '2' } })).headers.get('x-requestid')))
+    }
+    const failed = Number((await service.call('POST', '/Api/Read/Log', { key: longRaw, headers: { 'x-LogLevel': '2' }, body: {} })).headers.get('x-requestid'))
+    const minimal = Number((await service.call('GET', '/Api/Read/Acl', { key: longRaw })).headers.get('x-requestid'))
+    // A history read writes the queue out.
+    await service.call('POST', '/Api/Read/History', { key: shortRaw, body: {} })
+
+    const rows = async (ids: number[]) =>
+      db.selectFrom('api_log').select(['id', 'request_url', 'http_user_agent', 'raw_request', 'response', 'detail_until']).where('id', 'in', ids).orderBy('id').execute()
+    const purgeAt = (offsetMs: number) => new CallLog(db, { ...service.config.log, purgeBatch: 2 }, () => start + offsetMs, () => undefined).purge()
+
+    t.same(await purgeAt(60_000), { detailsCleared: 0, recordsDeleted: 0 }, 'nothing is due after a minute')
+    t.same(await purgeAt(2 * 86_400_000), { detailsCleared: 2, recordsDeleted: 0 }, 'LogRaw 1: details gone after a day')
+    for (const row of await rows(detailed.slice(0, 2))) t.match(row, { request_url: null, http_user_agent: null, raw_request: null, response: null })
+    for (const row of await rows(detailed.slice(2))) t.not(row.raw_request, null, 'LogRaw 90 keeps its details after 2 days')
+
+    t.same(await purgeAt(8 * 86_400_000), { detailsCleared: 4, recordsDeleted: 0 }, 'LogRaw 90 is held to the 7-day bound (3 calls + the failed one)')
+    for (const row of await rows(detailed.slice(2))) t.match(row, { request_url: null, http_user_agent: null, raw_request: null, response: null })
+    const [failedRow] = await rows([failed])
+    t.match(failedRow, { raw_request: null, response: /^Error: / }, 'an error message is not a detail')
+    t.equal((await rows([minimal])).length, 1)
+    const read = await readLog(service, detailed[2], longRaw)
+    t.match(read.json, { Request_Url: null, Raw_Request: null, Rsponse: null, Api_Function: '/Api/Read/Acl' }, 'the record is still readable without its details')
+
+    const total = Number((await db.selectFrom('api_log').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n)
+    const deleted = await purgeAt(31 * 86_400_000)
+    // (>=: the kernel may write the read just above while the purge runs)
+    t.ok(deleted.recordsDeleted >= total, `${deleted.recordsDeleted} records deleted after 30 days`)
+    t.equal((await rows([...detailed, failed, minimal])).length, 0, 'every record is gone after 30 days')
+    t.equal((await readLog(service, minimal, longRaw)).status, 404)
+  }),
+)
+
+t.test('closing under load loses no record of an answered call', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    // Small batches and a small queue: writes and backpressure are both in play.
+    const service = await startService(t, { kind, config: { log: { ...defaultLog(), batchSize: 7, queueMax: 20, flushMs: 5 } } })
+    const total = 150
+    let answered = 0
+    const calls = Array.from({ length: total }, async () => {
+      try {
+        const answer = await service.call('GET', '/Api/Read/Acl', { headers: { 'x-LogLevel': '2' } })
+        answered++
+        return answer.status === 200 ? Number(answer.headers.get('x-requestid')) : null
+      } catch {
+        return null // refused by a closing server: never answered, so no record is owed
+      }
+    })
+    while (answered < 20) await new Promise((resolve) => setTimeout(resolve, 5))
+    const restarted = await service.restart()
+    const ids = (await Promise.all(calls)).filter((id): id is number => id !== null)
+    t.ok(ids.length >= 20, `${ids.length} calls answered`)
+    const stored = await restarted.kernel.database.db.selectFrom('api_log').select('id').where('id', 'in', ids).execute()
+    t.equal(stored.length, ids.length, 'every answered call has its record')
+  }),
+)
+
+function defaultLog() {
+  return { detailDays: 7, recordDays: 30, batchSize: 500, flushMs: 50, queueMax: 20000, purgeEveryMs: 60000, purgeBatch: 1000 }
+}
