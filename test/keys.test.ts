@@ -101,6 +101,13 @@ t.test('new keys require HTTPS by default; secrets are sealed at rest', (t) =>
     t.notOk(Buffer.from(row.secret_enc.slice(3), 'base64').toString('latin1').includes(created.json.Api_Secret), 'nor its base64 body')
     t.equal(Number(row.require_https), 1)
     t.equal(Number(row.created_by), service.admin.id)
+
+    // A fully logged create (x-LogLevel 2 keeps the answer) must not put the secret in the call log.
+    const logged = await service.call('POST', '/Api/Create/Key', { today: true, headers: { 'x-LogLevel': '2' }, body: { Display_Name: 'Logged', GroupId: groups.aclReader } })
+    t.equal(logged.status, 200, logged.text)
+    const record = await service.kernel.services.callLog.find(Number(logged.headers.get('x-requestid')), service.admin.id)
+    t.ok(record, 'the create was logged')
+    t.notOk(JSON.stringify(record).includes(logged.json.Api_Secret), 'the call log does not hold the new secret')
   }),
 )
 
