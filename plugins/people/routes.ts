@@ -6,6 +6,7 @@ import { changePerson, createPerson, findPerson, setPersonColumns, type ChangedP
 import { decodeImage, removeStoredPhoto, storePhoto } from './photos.ts'
 import { finishImport, importBatch, startImport } from './import.ts'
 import { dropCachedListings, listingPartition, scopeOf, type PeopleDb } from './scope.ts'
+import type { PeopleTables } from './tables.ts'
 import * as schemas from './schemas.ts'
 
 /**
@@ -15,7 +16,7 @@ import * as schemas from './schemas.ts'
  * import.ts; a handler's one extra duty is dropping the cached listings a write makes stale.
  */
 export function peopleRoutes(kernel: KernelServices): Route[] {
-  const db: PeopleDb = kernel.db.withTables()
+  const db: PeopleDb = kernel.db.withTables<PeopleTables>()
 
   /**
    * Listings are cached an hour per scope (D11); the query string, body and format are

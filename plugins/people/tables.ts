@@ -10,7 +10,7 @@ import type { Generated } from 'kysely'
  * - calendar dates (birthday, hire_date, term_date) are `YYYY-MM-DD` text;
  * - an absent text value is NULL; answers show it as "" (interface 2.4 types them string).
  */
-export interface PeopleTables {
+export type PeopleTables = {
   people: PeopleTable
   people_imports: PeopleImportsTable
   people_import_rejections: PeopleImportRejectionsTable
