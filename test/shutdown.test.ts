@@ -1,0 +1,83 @@
+/**
+ * SIGTERM of the real process (`node --import tsx kernel/main.ts`) under load: it exits
+ * 0 and every call that got an answer has its row in api_log.
+ */
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { createServer } from 'node:net'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve, dirname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import SQLite from 'better-sqlite3'
+import { signedHeaders } from '../kernel/signature.ts'
+
+const repository = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+
+function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const probe = createServer()
+    probe.once('error', fail)
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number }
+      probe.close(() => done(port))
+    })
+  })
+}
+
+t.test('SIGTERM under load: exit 0, no answered call without its record', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'keygate-shutdown-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const port = await freePort()
+  const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, PLUGINS: 'acl,log', NODE_ID: '3' }
+  delete env.DATABASE_URL
+  delete env.CONFIG_FILE
+  const child = spawn(process.execPath, ['--import', 'tsx', 'kernel/main.ts'], { cwd: repository, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout.on('data', (chunk) => (output += chunk))
+  child.stderr.on('data', (chunk) => (output += chunk))
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.once('exit', (code, signal) => done({ code, signal })))
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  })
+
+  const started = Date.now()
+  while (!output.includes('keygate listening')) {
+    if (child.exitCode !== null || Date.now() - started > 60_000) throw new Error(`the service did not start:\n${output}`)
+    await new Promise((done) => setTimeout(done, 50))
+  }
+  const admin = JSON.parse(readFileSync(join(dataDir, 'admin-key.json'), 'utf8'))
+  const key = { apiKey: admin.Api_Key as string, secret: admin.Api_Secret as string }
+  const base = `http://127.0.0.1:${port}/v1.0`
+
+  const answeredIds: number[] = []
+  let stopping = false
+  async function worker(): Promise<void> {
+    while (true) {
+      try {
+        const response = await fetch(base + '/Api/Read/Acl', { headers: { ...signedHeaders(key, 'GET', '/Api/Read/Acl'), 'x-LogLevel': '2' } })
+        await response.arrayBuffer()
+        const id = response.headers.get('x-requestid')
+        if (id !== null) answeredIds.push(Number(id))
+      } catch {
+        if (stopping) return // the server has stopped accepting; those calls were never answered
+      }
+    }
+  }
+  const workers = Array.from({ length: 16 }, worker)
+  while (answeredIds.length < 100) await new Promise((done) => setTimeout(done, 10))
+  stopping = true
+  child.kill('SIGTERM')
+  const { code, signal } = await exited
+  await Promise.all(workers)
+  t.equal(signal, null, 'not killed by the signal')
+  t.equal(code, 0, 'exit code 0')
+  t.match(output, /SIGTERM, finishing in-flight calls and flushing the call log/)
+
+  const file = new SQLite(join(dataDir, 'keygate.sqlite'), { readonly: true })
+  t.teardown(() => file.close())
+  const stored = new Set((file.prepare('select id from api_log').all() as { id: number }[]).map((row) => Number(row.id)))
+  const missing = answeredIds.filter((id) => !stored.has(id))
+  t.ok(answeredIds.length >= 100, `${answeredIds.length} calls answered`)
+  t.same(missing, [], 'every answered call has its log row')
+})
