@@ -45,5 +45,5 @@ export function keyRoutes(kernel: KernelServices): Route[] {
       xml: { root: 'Keys', item: 'Key' },
       handler: (call) => readKeys(kernel, call),
     }),
-  ] as Route[]
+  ]
 }
