@@ -32,12 +32,18 @@ export function parseApiDate(text: string): number | null {
   return null
 }
 
-/** Input dates of key fields (D9): HTTP-date or RFC 3339 with a zone. */
+const inputDatePattern = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?$/i
+
+/** Input dates of key fields (D9): HTTP-date, or RFC 3339 with a zone (or a bare date, taken as UTC midnight). */
 export function parseInputDate(text: string): number | null {
   const strict = parseApiDate(text)
   if (strict !== null) return strict
-  if (!/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?$/i.test(text)) return null
-  const time = Date.parse(text.length === 10 ? `${text}T00:00:00Z` : text)
+  const match = inputDatePattern.exec(text)
+  if (!match) return null
+  // The calendar check runs on the local fields, before the zone shifts them.
+  if (checkedUtc(Number(match[1]), Number(match[2]) - 1, Number(match[3]), Number(match[4] ?? 0), Number(match[5] ?? 0), Number(match[6] ?? 0)) === null) return null
+  if (match[7] && match[7].length === 6 && (Number(match[7].slice(1, 3)) > 23 || Number(match[7].slice(4)) > 59)) return null
+  const time = Date.parse(match[4] === undefined ? `${text}T00:00:00Z` : text)
   return Number.isNaN(time) ? null : time
 }
 

@@ -45,7 +45,12 @@ export function chooseFormat(queryFormat: string | undefined, accept: string | u
   return keyFormat
 }
 
-const xmlOptions = { declaration: { include: true, encoding: 'UTF-8' }, format: { doubleQuotes: true } } as const
+// A null becomes an empty element rather than the text "null".
+const xmlOptions = {
+  declaration: { include: true, encoding: 'UTF-8' },
+  format: { doubleQuotes: true },
+  typeHandlers: { '[object Null]': () => '' },
+}
 
 function csvCell(value: unknown): unknown {
   return value !== null && typeof value === 'object' ? JSON.stringify(value) : value
