@@ -100,13 +100,14 @@ export class CallLog {
   private async writeAll(): Promise<void> {
     while (this.queue.length > 0) {
       const batch = this.queue.slice(0, this.options.batchSize)
-      let written = batch.length
+      // How many of the batch are in the table: only those leave the queue.
+      let written = 0
       try {
         try {
           await this.db.insertInto('api_log').values(batch).execute()
+          written = batch.length
         } catch (error) {
           if (isStoreOutage(error)) throw error
-          written = 0
           await this.writeOneByOne(batch, () => written++)
         }
       } catch (error) {
