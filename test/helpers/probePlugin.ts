@@ -14,11 +14,21 @@ export const probePlugin: Plugin = {
         { path: '/Probe/Body', displayName: 'body' },
         { path: '/Probe/Today', displayName: 'needs the day code' },
         { path: '/Probe/Deep/*', displayName: 'everything below Deep' },
+        { path: '/Probe/Count', displayName: 'reads the database on every call' },
       ],
     },
     { name: 'Probe public', paths: [{ path: '/Probe/Public', displayName: 'open to all', isPublic: 1 }] },
   ],
-  setup: () => [
+  setup: (kernel) => [
+    defineRoute({
+      method: 'GET',
+      path: '/Probe/Count',
+      xml: { root: 'Count' },
+      handler: async () => {
+        const row = await kernel.db.selectFrom('api_keys').select((eb) => eb.fn.countAll<number>().as('keys')).executeTakeFirstOrThrow()
+        return { Keys: Number(row.keys) }
+      },
+    }),
     defineRoute({ method: 'GET', path: '/Probe/Echo', xml: { root: 'Echo' }, handler: (call) => ({ Key: call.caller.displayName, Acl: call.acl?.path ?? null }) }),
     defineRoute({ method: 'GET', path: '/Probe/Public', xml: { root: 'Public' }, handler: (call) => ({ Anonymous: call.caller.anonymous }) }),
     defineRoute({ method: 'GET', path: '/Probe/Unlisted', xml: { root: 'Unlisted' }, handler: () => ({ Ok: 1 }) }),

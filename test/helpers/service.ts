@@ -126,7 +126,7 @@ export async function startService(t: Test, options: StartOptions): Promise<Serv
 }
 
 async function launch(config: Config, options: StartOptions, admin?: SigningKey & { id: number }): Promise<{ current: Service }> {
-  const kernel = await createKernel({ config, plugins: options.plugins, clock: options.clock, report: () => undefined })
+  const kernel = await createKernel({ config, plugins: options.plugins, clock: options.clock, report: process.env.TEST_REPORT ? (error) => console.error('[kernel report]', error) : () => undefined })
   const { port, url } = await kernel.listen()
   const root = kernel.createdRootKey
   const adminKey = admin ?? { id: root!.id, apiKey: root!.apiKey, secret: root!.secret }
