@@ -74,8 +74,8 @@ export async function changePerson(db: PeopleDb, scope: Scope, id: number, input
   await writing(input, () =>
     db.updateTable('people').set({ ...columns, date_edit: now }).where('id', '=', id).where(inScope(scope)).execute(),
   )
-  // Read back by id within the parent: a parent-wide key may just have moved the person to another Custno.
-  return { before, after: personRecord(await findPerson(db, { parent: scope.parent, custno: scope.custno }, id)) }
+  // Still in scope after a move: only a parent-wide key may change Custno, and it sees every Custno.
+  return { before, after: personRecord(await findPerson(db, scope, id)) }
 }
 
 /** Sets columns the server owns (Deleted, TermDate, Photo) on one person of the scope. */
