@@ -1,7 +1,7 @@
 import type { Insertable, Kysely, Selectable } from 'kysely'
 import type { CoreTables } from './storage/coreTables.ts'
 import { isStoreOutage } from './storage/database.ts'
-import { firstIdAt } from './requestId.ts'
+import { firstIdAt, nodeOfId, timeOfId } from './requestId.ts'
 import { httpDate } from './apiDate.ts'
 import type { LogRecord } from './plugin.ts'
 
@@ -41,6 +41,8 @@ export class CallLog {
     private readonly options: CallLogOptions,
     private readonly clock: () => number,
     private readonly report: (error: unknown) => void,
+    /** This process's node id: a sibling's fresh record may still be in the sibling's queue. */
+    private readonly nodeId = 0,
   ) {}
 
   startPurging(): void {
@@ -157,7 +159,14 @@ export class CallLog {
   async find(id: number, keyId: number): Promise<(LogRecord & { Id: number }) | undefined> {
     const queued = this.pending.get(id)
     if (queued) return queued.key_id === keyId ? toLogRecord(queued as Selectable<CoreTables['api_log']>) : undefined
-    const row = await this.db.selectFrom('api_log').selectAll().where('id', '=', id).where('key_id', '=', keyId).executeTakeFirst()
+    const read = () => this.db.selectFrom('api_log').selectAll().where('id', '=', id).where('key_id', '=', keyId).executeTakeFirst()
+    let row = await read()
+    if (!row && nodeOfId(id) !== this.nodeId && this.clock() - timeOfId(id) < 5000) {
+      // Made a moment ago by a sibling process (cluster mode): its batch lands within
+      // flushMs, so wait that long once rather than answer 404 to read-your-writes.
+      await new Promise((resolve) => setTimeout(resolve, this.options.flushMs * 2 + 20))
+      row = await read()
+    }
     return row ? toLogRecord(row) : undefined
   }
 

@@ -19,11 +19,13 @@ export interface Config {
   tls: { certFile: string; keyFile: string } | null
   /** 64 hex chars; when null a key is generated into dataDir/master.key (0600). */
   masterKey: string | null
-  /** 0-15, distinguishes processes inside request ids (D8). */
+  /** 0-15, distinguishes processes inside request ids (D8); cluster workers add their index. */
   nodeId: number
+  /** Processes serving the port (node:cluster); 1 = this process alone. */
+  workers: number
   serverName: string
   timeouts: { headersMs: number; requestMs: number; keepAliveMs: number; maxHeaderSize: number }
-  cache: { maxEntries: number; keyTtlSeconds: number }
+  cache: { maxEntries: number; keyTtlSeconds: number; responses: boolean }
   log: {
     detailDays: number
     recordDays: number
@@ -39,7 +41,7 @@ const positiveInt = { type: 'integer', minimum: 1 }
 const schema = {
   type: 'object',
   additionalProperties: false,
-  required: ['host', 'port', 'basePath', 'dataDir', 'plugins', 'bodyLimit', 'nodeId', 'timeouts', 'cache', 'log'],
+  required: ['host', 'port', 'basePath', 'dataDir', 'plugins', 'bodyLimit', 'nodeId', 'workers', 'timeouts', 'cache', 'log'],
   properties: {
     host: { type: 'string', minLength: 1 },
     port: { type: 'integer', minimum: 0, maximum: 65535 },
@@ -62,6 +64,7 @@ const schema = {
     },
     masterKey: { type: ['string', 'null'], pattern: '^[0-9a-fA-F]{64}$' },
     nodeId: { type: 'integer', minimum: 0, maximum: 15 },
+    workers: { type: 'integer', minimum: 1, maximum: 16 },
     serverName: { type: 'string', minLength: 1, maxLength: 100 },
     timeouts: {
       type: 'object',
@@ -77,8 +80,8 @@ const schema = {
     cache: {
       type: 'object',
       additionalProperties: false,
-      required: ['maxEntries', 'keyTtlSeconds'],
-      properties: { maxEntries: positiveInt, keyTtlSeconds: positiveInt },
+      required: ['maxEntries', 'keyTtlSeconds', 'responses'],
+      properties: { maxEntries: positiveInt, keyTtlSeconds: positiveInt, responses: { type: 'boolean' } },
     },
     log: {
       type: 'object',
@@ -101,7 +104,7 @@ const schema = {
 export class ConfigError extends Error {}
 
 /** Environment variables and the setting each one sets. */
-const environmentSettings: Record<string, { path: string[]; type: 'string' | 'integer' | 'list' | 'nullable' }> = {
+const environmentSettings: Record<string, { path: string[]; type: 'string' | 'integer' | 'list' | 'nullable' | 'boolean' }> = {
   HOST: { path: ['host'], type: 'string' },
   PORT: { path: ['port'], type: 'integer' },
   BASE_PATH: { path: ['basePath'], type: 'string' },
@@ -113,6 +116,8 @@ const environmentSettings: Record<string, { path: string[]; type: 'string' | 'in
   MASTER_KEY: { path: ['masterKey'], type: 'nullable' },
   NODE_ID: { path: ['nodeId'], type: 'integer' },
   SERVER_NAME: { path: ['serverName'], type: 'string' },
+  CACHE_RESPONSES: { path: ['cache', 'responses'], type: 'boolean' },
+  WORKERS: { path: ['workers'], type: 'integer' },
 }
 
 const defaultsFile = resolve(dirname(fileURLToPath(import.meta.url)), '../config/defaults.json')
@@ -148,6 +153,9 @@ function fromEnvironment(env: NodeJS.ProcessEnv): Record<string, unknown> {
     if (setting.type === 'integer') {
       if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${variable} must be a whole number, got '${raw}'`)
       value = Number(raw)
+    } else if (setting.type === 'boolean') {
+      if (!/^(true|false|1|0)$/i.test(raw.trim())) throw new ConfigError(`${variable} must be true or false, got '${raw}'`)
+      value = /^(true|1)$/i.test(raw.trim())
     } else if (setting.type === 'list') {
       value = raw.split(',').map((item) => item.trim()).filter(Boolean)
     }
@@ -180,6 +188,7 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
     throw new ConfigError(`invalid setting ${where}: ${detail} (got ${JSON.stringify(valueAt(merged, error.instancePath))})`)
   }
   const config = merged as unknown as Config
+  if (config.nodeId + config.workers > 16) throw new ConfigError(`invalid setting workers: nodeId + workers must be at most 16 (got ${config.nodeId} + ${config.workers})`)
   config.basePath = config.basePath.replace(/\/$/, '')
   config.dataDir = resolve(config.dataDir)
   return config

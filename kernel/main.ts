@@ -1,10 +1,98 @@
-/** `npm start`: load config, start the kernel, print the first admin key once, stop cleanly on SIGTERM/SIGINT. */
-import { loadConfig, ConfigError } from './config.ts'
-import { createKernel } from './server.ts'
+/**
+ * `npm start`: load config, start the kernel (or, with `workers` > 1, a primary and
+ * that many workers on one port), print the first admin key once, and stop cleanly on
+ * SIGTERM/SIGINT: no new connections, in-flight calls finish, the call log is flushed.
+ */
+import cluster from 'node:cluster'
 import { join } from 'node:path'
+import { loadConfig, ConfigError, type Config } from './config.ts'
+import { createKernel, type Kernel } from './server.ts'
+import { servePrimary, workerLink } from './cluster.ts'
+import type { IssuedKey } from './keyIssuer.ts'
+
+function announceRootKey(config: Config, root: IssuedKey | null): void {
+  if (!root) return
+  console.log(
+    `\nFirst start: created the root admin key (shown once; also in ${join(config.dataDir, 'admin-key.json')}, mode 0600)\n` +
+      `  Id:         ${root.id}\n  Api_Key:    ${root.apiKey}\n  Api_Secret: ${root.secret}\n` +
+      `Try it: npm run --silent call -- GET /Api/Read/Acl\n`,
+  )
+}
+
+function onStopSignal(stop: (signal: string) => Promise<void>): void {
+  let stopping = false
+  const handler = (signal: string) => {
+    if (stopping) return
+    stopping = true
+    stop(signal).then(
+      () => process.exit(0),
+      (error) => {
+        console.error('keygate: error while stopping', error)
+        process.exit(1)
+      },
+    )
+  }
+  process.on('SIGTERM', () => handler('SIGTERM'))
+  process.on('SIGINT', () => handler('SIGINT'))
+}
+
+function describe(config: Config, url: string): string {
+  const database = config.databaseUrl ? `MySQL (${new URL(config.databaseUrl).host})` : `SQLite in ${config.dataDir}`
+  return `keygate listening on ${url} - ${database}, plugins: ${config.plugins.join(', ')}`
+}
+
+async function single(config: Config): Promise<void> {
+  const kernel = await createKernel({ config })
+  const { url } = await kernel.listen()
+  console.log(describe(config, url))
+  announceRootKey(config, kernel.createdRootKey)
+  onStopSignal(async (signal) => {
+    console.log(`keygate: ${signal}, finishing in-flight calls and flushing the call log`)
+    await kernel.close()
+  })
+}
+
+async function primary(config: Config): Promise<void> {
+  // Migrations and first start run once, here, before any worker opens the database.
+  const setup: Kernel = await createKernel({ config })
+  const root = setup.createdRootKey
+  await setup.close()
+  servePrimary()
+  let stopping = false
+  const fork = (index: number) => {
+    const worker = cluster.fork({ KEYGATE_WORKER_INDEX: String(index) })
+    worker.on('exit', (code, signal) => {
+      if (stopping) return
+      console.error(`keygate: worker ${index} exited (${signal ?? code}); starting another`)
+      fork(index)
+    })
+    return worker
+  }
+  const workers = Array.from({ length: config.workers }, (_, index) => fork(index))
+  await Promise.all(workers.map((worker) => new Promise((resolve) => worker.once('listening', resolve))))
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host
+  console.log(`${describe(config, `${config.tls ? 'https' : 'http'}://${host}:${config.port}${config.basePath}`)}; ${config.workers} workers`)
+  announceRootKey(config, root)
+  onStopSignal(async (signal) => {
+    stopping = true
+    console.log(`keygate: ${signal}, stopping ${config.workers} workers`)
+    await Promise.all(Object.values(cluster.workers ?? {}).map((worker) => new Promise<void>((resolve) => {
+      if (!worker || worker.isDead()) return resolve()
+      worker.once('exit', () => resolve())
+      worker.process.kill('SIGTERM')
+    })))
+  })
+}
+
+async function worker(config: Config): Promise<void> {
+  const index = Number(process.env.KEYGATE_WORKER_INDEX ?? 0)
+  const kernel = await createKernel({ config: { ...config, nodeId: config.nodeId + index }, cluster: workerLink() })
+  await kernel.listen()
+  onStopSignal(() => kernel.close())
+}
 
 async function main(): Promise<void> {
-  let config
+  let config: Config
   try {
     config = loadConfig()
   } catch (error) {
@@ -14,33 +102,8 @@ async function main(): Promise<void> {
     }
     throw error
   }
-  const kernel = await createKernel({ config })
-  const { url } = await kernel.listen()
-  const database = config.databaseUrl ? `MySQL (${new URL(config.databaseUrl).host})` : `SQLite in ${config.dataDir}`
-  console.log(`keygate listening on ${url} - ${database}, plugins: ${config.plugins.join(', ')}`)
-  if (kernel.createdRootKey) {
-    const root = kernel.createdRootKey
-    console.log(
-      `\nFirst start: created the root admin key (shown once; also in ${join(config.dataDir, 'admin-key.json')}, mode 0600)\n` +
-        `  Id:         ${root.id}\n  Api_Key:    ${root.apiKey}\n  Api_Secret: ${root.secret}\n` +
-        `Try it: npm run --silent call -- GET /Api/Read/Acl\n`,
-    )
-  }
-  let stopping = false
-  const stop = (signal: string) => {
-    if (stopping) return
-    stopping = true
-    console.log(`keygate: ${signal}, finishing in-flight calls and flushing the call log`)
-    kernel.close().then(
-      () => process.exit(0),
-      (error) => {
-        console.error('keygate: error while stopping', error)
-        process.exit(1)
-      },
-    )
-  }
-  process.on('SIGTERM', () => stop('SIGTERM'))
-  process.on('SIGINT', () => stop('SIGINT'))
+  if (config.workers <= 1) return single(config)
+  return cluster.isPrimary ? primary(config) : worker(config)
 }
 
 main().catch((error) => {

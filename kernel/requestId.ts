@@ -51,3 +51,8 @@ export function firstIdAt(timeMs: number): number {
 export function timeOfId(id: number): number {
   return Math.floor(id / lowBits) + epoch
 }
+
+/** The node id (0-15) of the process that made a request id. */
+export function nodeOfId(id: number): number {
+  return Math.floor((id % lowBits) / 2 ** sequenceBits)
+}

@@ -28,6 +28,7 @@ import { parseInputStage } from './stages/parseInput.ts'
 import { cacheLookupStage } from './stages/cache.ts'
 import { handleStage } from './stages/handle.ts'
 import { callLogger } from './stages/log.ts'
+import type { ClusterLink, Invalidation } from './cluster.ts'
 
 export interface KernelOptions {
   config: Config
@@ -36,6 +37,8 @@ export interface KernelOptions {
   clock?: () => number
   /** Where unexpected errors go (default: stderr). */
   report?: (error: unknown) => void
+  /** Set in a cluster worker: shared rate limits and cache invalidation (kernel/cluster.ts). */
+  cluster?: ClusterLink
 }
 
 export interface Kernel {
@@ -75,12 +78,24 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const createdRootKey = await bootstrap(db, secrets, plugins, { dataDir: config.dataDir, now: clock() })
 
   const keys = new KeyDirectory(db, secrets, clock, config.cache.maxEntries, config.cache.keyTtlSeconds)
-  const rateLimits = new RateLimits(inMemoryLimiters(clock))
+  const rateLimits = new RateLimits(options.cluster?.limiters ?? inMemoryLimiters(clock))
   const requestIds = new RequestIds(config.nodeId, clock)
   const cache = new ResponseCache(config.cache.maxEntries)
-  const callLog = new CallLog(db, config.log, clock, report)
+  const callLog = new CallLog(db, config.log, clock, report, config.nodeId)
   requestIds.resumeAfter(await callLog.lastId())
   callLog.startPurging()
+
+  // Applied here, and on every sibling worker in cluster mode.
+  const invalidate = (invalidation: Invalidation) => {
+    if (invalidation.kind === 'partition') return cache.invalidate(invalidation.partition)
+    keys.forget(invalidation.keyId)
+    cache.invalidate(`key:${invalidation.keyId}`)
+  }
+  options.cluster?.onInvalidation(invalidate)
+  const invalidateEverywhere = (invalidation: Invalidation) => {
+    invalidate(invalidation)
+    options.cluster?.broadcast(invalidation)
+  }
 
   const services: KernelServices = {
     config,
@@ -89,14 +104,11 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     clock,
     secrets,
     cache: {
-      invalidate: (partition) => cache.invalidate(partition),
+      invalidate: (partition) => invalidateEverywhere({ kind: 'partition', partition }),
       keyPartition: (keyId) => `key:${keyId}`,
     },
     keys: {
-      changed(keyId) {
-        keys.forget(keyId)
-        cache.invalidate(`key:${keyId}`)
-      },
+      changed: (keyId) => invalidateEverywhere({ kind: 'key', keyId }),
     },
     callLog: {
       find: (requestId, keyId) => callLog.find(requestId, keyId),
@@ -118,7 +130,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     rateLimitStage(rateLimits),
     authorizeStage(isSecure),
     parseInputStage(),
-    cacheLookupStage(cache),
+    ...(config.cache.responses ? [cacheLookupStage(cache)] : []),
     handleStage(cache),
   ]
   const logCall = callLogger(callLog, config, isSecure)

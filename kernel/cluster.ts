@@ -1,0 +1,87 @@
+/**
+ * Cluster mode (`workers` > 1): one primary process and N workers on one port
+ * (node:cluster). What must agree across workers goes through the primary over IPC:
+ * rate-limit counts (the primary holds the only counters) and cache invalidations
+ * (a key edited on one worker is forgotten on all at once).
+ */
+import cluster, { type Worker } from 'node:cluster'
+import { RateLimiterRes } from 'rate-limiter-flexible'
+import { MemoryWindowLimiter, type LimiterFactory, type WindowLimiter } from './rateLimits.ts'
+
+export type Invalidation = { kind: 'partition'; partition: string } | { kind: 'key'; keyId: number }
+
+/** A worker's line to its siblings. */
+export interface ClusterLink {
+  broadcast(invalidation: Invalidation): void
+  onInvalidation(handler: (invalidation: Invalidation) => void): void
+  limiters: LimiterFactory
+}
+
+type LimiterOperation = 'consume' | 'reward' | 'get'
+interface LimiterRequest { type: 'keygate:limit'; id: number; operation: LimiterOperation; points: number; duration: number; keyPrefix: string; key: string | number; amount: number }
+interface LimiterReply { type: 'keygate:limit-reply'; id: number; result: ReturnType<RateLimiterRes['toJSON']> | null; refused: boolean }
+interface BroadcastMessage { type: 'keygate:invalidate'; invalidation: Invalidation }
+
+function revive(json: NonNullable<LimiterReply['result']>): RateLimiterRes {
+  return new RateLimiterRes(json.remainingPoints, json.msBeforeNext, json.consumedPoints, json.isFirstInDuration)
+}
+
+/** In a worker: the link to the primary. */
+export function workerLink(): ClusterLink {
+  let nextId = 0
+  const waiting = new Map<number, { resolve: (result: RateLimiterRes | null) => void; reject: (result: RateLimiterRes) => void }>()
+  const handlers: ((invalidation: Invalidation) => void)[] = []
+  process.on('message', (message: LimiterReply | BroadcastMessage) => {
+    if (message?.type === 'keygate:limit-reply') {
+      const pending = waiting.get(message.id)
+      if (!pending) return
+      waiting.delete(message.id)
+      const result = message.result === null ? null : revive(message.result)
+      if (message.refused) pending.reject(result!)
+      else pending.resolve(result)
+    } else if (message?.type === 'keygate:invalidate') {
+      for (const handler of handlers) handler(message.invalidation)
+    }
+  })
+  const ask = (request: Omit<LimiterRequest, 'type' | 'id'>) =>
+    new Promise<RateLimiterRes | null>((resolve, reject) => {
+      const id = nextId++
+      waiting.set(id, { resolve, reject })
+      process.send!({ type: 'keygate:limit', id, ...request } satisfies LimiterRequest)
+    })
+  return {
+    broadcast: (invalidation) => process.send!({ type: 'keygate:invalidate', invalidation } satisfies BroadcastMessage),
+    onInvalidation: (handler) => handlers.push(handler),
+    limiters: (options): WindowLimiter => ({
+      consume: (key, amount = 1) => ask({ operation: 'consume', ...options, key, amount }) as Promise<RateLimiterRes>,
+      reward: (key, amount = 1) => ask({ operation: 'reward', ...options, key, amount }) as Promise<RateLimiterRes>,
+      get: (key) => ask({ operation: 'get', ...options, key, amount: 0 }),
+    }),
+  }
+}
+
+/** In the primary: answers the workers' limiter calls and relays invalidations. */
+export function servePrimary(clock: () => number = Date.now): void {
+  const limiters = new Map<string, MemoryWindowLimiter>()
+  const limiterFor = (request: LimiterRequest) => {
+    const name = `${request.keyPrefix}|${request.points}|${request.duration}`
+    let limiter = limiters.get(name)
+    if (!limiter) limiters.set(name, (limiter = new MemoryWindowLimiter(request.points, request.duration * 1000, clock)))
+    return limiter
+  }
+  cluster.on('message', (worker: Worker, message: LimiterRequest | BroadcastMessage) => {
+    if (message?.type === 'keygate:invalidate') {
+      for (const other of Object.values(cluster.workers ?? {})) if (other && other !== worker) other.send(message)
+      return
+    }
+    if (message?.type !== 'keygate:limit') return
+    const limiter = limiterFor(message)
+    const operation = message.operation === 'consume' ? limiter.consume(message.key, message.amount)
+      : message.operation === 'reward' ? limiter.reward(message.key, message.amount)
+      : limiter.get(message.key)
+    const reply = (result: RateLimiterRes | null, refused: boolean) => {
+      if (worker.isConnected()) worker.send({ type: 'keygate:limit-reply', id: message.id, result: result ? result.toJSON() : null, refused } satisfies LimiterReply)
+    }
+    operation.then((result) => reply(result, false), (result: RateLimiterRes) => reply(result, true))
+  })
+}

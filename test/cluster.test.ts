@@ -1,0 +1,75 @@
+import t from 'tap'
+import { spawn, execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { signedHeaders, type SigningKey } from '../kernel/signature.ts'
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+t.test('WORKERS=2: limits, cache invalidation and read-your-writes hold across workers', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'keygate-cluster-'))
+  const port = await freePort()
+  const env = { ...process.env, DATA_DIR: dataDir, PORT: String(port), WORKERS: '2' }
+  delete (env as Record<string, string | undefined>).DATABASE_URL
+  const service = spawn(process.execPath, ['--import', 'tsx', 'kernel/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  t.teardown(() => {
+    if (service.exitCode === null) service.kill('SIGKILL')
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+  let output = ''
+  service.stdout.on('data', (chunk) => (output += chunk))
+  service.stderr.on('data', (chunk) => (output += chunk))
+  for (let waited = 0; !output.includes('2 workers') && waited < 30_000; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100))
+  t.match(output, /listening on .*; 2 workers/)
+
+  const base = `http://127.0.0.1:${port}/v1.0`
+  const stored = JSON.parse(readFileSync(join(dataDir, 'admin-key.json'), 'utf8'))
+  const admin: SigningKey = { apiKey: stored.Api_Key, secret: stored.Api_Secret }
+  const today = execFileSync(process.execPath, ['--import', 'tsx', 'scripts/admin.ts', 'daycode'], { env, encoding: 'utf8' }).trim()
+  // A new connection per call (no keep-alive), so calls spread over both workers.
+  const call = async (key: SigningKey, method: string, path: string, body?: unknown, code?: string) => {
+    const raw = body === undefined ? undefined : JSON.stringify(body)
+    const headers: Record<string, string> = { ...signedHeaders(key, method, path, raw, { today: code }), connection: 'close' }
+    if (raw) headers['content-type'] = 'application/json'
+    const response = await fetch(base + path, { method, headers, body: raw })
+    return { status: response.status, headers: response.headers, json: await response.json().catch(() => null) }
+  }
+
+  const groups = (await call(admin, 'GET', '/Api/Read/Groups')).json as { Id: number; Paths: string[] }[]
+  const created = await call(admin, 'POST', '/Api/Create/Key', { Display_Name: 'clustered', GroupId: groups.map((group) => group.Id), Require_Https: 0, MaxHits: '6/1Min' }, today)
+  t.equal(created.status, 200)
+  const key: SigningKey = { apiKey: created.json.Api_Key, secret: created.json.Api_Secret }
+
+  const statuses = []
+  for (let index = 0; index < 7; index++) statuses.push((await call(key, 'GET', '/Api/Read/Acl')).status)
+  t.same(statuses, [200, 200, 200, 200, 200, 200, 429], 'six calls per minute in all, whichever worker answers')
+
+  const aclBefore = (await call(admin, 'GET', '/Api/Read/Acl')).json as unknown[]
+  const withoutAcl = groups.find((group) => !group.Paths.includes('/Api/Read/Acl'))!
+  const edited = await call(admin, 'POST', '/Api/Edit/Key', { KeyId: created.json.Id, GroupId: [withoutAcl.Id], MaxHits: '' }, today)
+  t.equal(edited.status, 200)
+  for (let index = 0; index < 4; index++) {
+    const acl = await call(key, 'GET', '/Api/Read/Acl')
+    t.equal(acl.status, 403, 'the edit reached both workers at once (the ACL reader group was dropped)')
+  }
+  t.ok(aclBefore.length > 0)
+
+  for (let index = 0; index < 6; index++) {
+    const made = await call(admin, 'GET', '/Api/Read/Acl')
+    const read = await call(admin, 'POST', '/Api/Read/Log', { LogRequestId: Number(made.headers.get('x-requestid')) })
+    t.equal(read.status, 200, 'a record is readable at once, even from the other worker')
+  }
+
+  service.kill('SIGTERM')
+  const code = await new Promise((resolve) => service.once('exit', resolve))
+  t.equal(code, 0, 'SIGTERM stops primary and workers cleanly')
+})
