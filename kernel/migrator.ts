@@ -1,12 +1,16 @@
 import { Migrator, type Kysely, type MigrationProvider } from 'kysely'
 import type { Migrations } from './plugin.ts'
+import type { Dialect } from './storage/database.ts'
 
 /**
  * Applies one owner's migrations (the kernel's, or one plugin's) with their own
  * bookkeeping table, so plugins version independently and can be enabled later.
  */
-export async function migrate(db: Kysely<any>, owner: string, migrations: Migrations): Promise<void> {
-  const provider: MigrationProvider = { getMigrations: async () => migrations }
+export async function migrate(db: Kysely<any>, dialect: Dialect, owner: string, migrations: Migrations): Promise<void> {
+  const provider: MigrationProvider = {
+    getMigrations: async () =>
+      Object.fromEntries(Object.entries(migrations).map(([name, migration]) => [name, { up: (handle: Kysely<any>) => migration.up(handle, dialect) }])),
+  }
   const migrator = new Migrator({
     db,
     provider,

@@ -15,7 +15,8 @@ import type { AclMatcher } from './aclPath.ts'
 import type { HashMethod } from './signature.ts'
 
 export interface Migration {
-  up(db: Kysely<any>): Promise<void>
+  /** `dialect` says which engine runs it, for the few column types that differ. */
+  up(db: Kysely<any>, dialect: Dialect): Promise<void>
 }
 /** Versioned migrations, applied in name order once each; append, never edit. */
 export type Migrations = Record<string, Migration>
@@ -92,6 +93,8 @@ export interface Route<Body = any, Query = any> {
   dayCode?: boolean
   /** JSON schema of the body; a route without one takes no body. */
   body?: object
+  /** Largest body in bytes this route takes, when it needs more (or less) than config `bodyLimit`. */
+  bodyLimit?: number
   /** JSON schema of the query parameters (values arrive as strings and are coerced). */
   query?: object
   cache?: CachePolicy<Body, Query>

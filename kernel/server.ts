@@ -67,8 +67,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const database = openDatabase(config)
   const { db, dialect } = database
   try {
-    await migrate(db, 'kernel', coreMigrations(dialect))
-    for (const plugin of plugins) if (plugin.migrations) await migrate(db, plugin.name, plugin.migrations)
+    await migrate(db, dialect, 'kernel', coreMigrations(dialect))
+    for (const plugin of plugins) if (plugin.migrations) await migrate(db, dialect, plugin.name, plugin.migrations)
   } catch (error) {
     await database.close()
     throw error

@@ -4,7 +4,6 @@
  * write that drops the cache. Mounted directly with startService({ plugins: [...] }).
  */
 import t from 'tap'
-import { MysqlAdapter, type Kysely } from 'kysely'
 import { defineRoute, type Plugin } from '../kernel/plugin.ts'
 import { portableTable } from '../kernel/storage/database.ts'
 import { notFound } from '../kernel/errors.ts'
@@ -16,16 +15,15 @@ type NoteTables = {
   example_notes: { id: import('kysely').Generated<number>; parent: number; custno: number; text: string; created: number }
 }
 
-// 2. Migrations: they get only `db`, so they ask Kysely which engine it is.
-const isMysql = (db: Kysely<any>) => db.getExecutor().adapter instanceof MysqlAdapter
+// 2. Migrations: they get `db` and the dialect, for the column types that differ.
 
 const examplePlugin: Plugin = {
   name: 'example-notes',
   migrations: {
     '0001-notes': {
-      async up(db) {
-        await portableTable(isMysql(db) ? 'mysql' : 'sqlite', db.schema.createTable('example_notes'))
-          .addColumn('id', isMysql(db) ? 'bigint' : 'integer', (c) => c.primaryKey().autoIncrement())
+      async up(db, dialect) {
+        await portableTable(dialect, db.schema.createTable('example_notes'))
+          .addColumn('id', dialect === 'mysql' ? 'bigint' : 'integer', (c) => c.primaryKey().autoIncrement())
           .addColumn('parent', 'bigint', (c) => c.notNull())
           .addColumn('custno', 'bigint', (c) => c.notNull())
           .addColumn('text', 'varchar(500)', (c) => c.notNull())

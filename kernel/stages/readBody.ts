@@ -3,18 +3,20 @@ import type { Stage } from '../pipeline.ts'
 import type { Exchange } from '../exchange.ts'
 
 /**
- * Reads the raw body (the signature covers it) up to `limit` bytes: 413 beyond, at
- * once when Content-Length already says so. A request without a body costs nothing.
+ * Reads the raw body (the signature covers it) up to the route's limit (config
+ * `bodyLimit` unless the route declares its own): 413 beyond, at once when
+ * Content-Length already says so. A request without a body costs nothing.
  */
-export function readBodyStage(limit: number): Stage {
-  const tooLarge = () => new ApiError('PAYLOAD_TOO_LARGE', `Request body is larger than ${limit} bytes.`)
+export function readBodyStage(defaultLimit: number): Stage {
+  const tooLarge = (limit: number) => new ApiError('PAYLOAD_TOO_LARGE', `Request body is larger than ${limit} bytes.`)
   return {
     name: 'body',
     run(exchange: Exchange) {
+      const limit = exchange.mounted.route.bodyLimit ?? defaultLimit
       const request = exchange.request
       const length = request.headers['content-length']
       if (length === undefined && request.headers['transfer-encoding'] === undefined) return
-      if (length !== undefined && Number(length) > limit) throw tooLarge()
+      if (length !== undefined && Number(length) > limit) throw tooLarge(limit)
       if (length === '0') return
       return new Promise<void>((resolve, reject) => {
         const chunks: Buffer[] = []
@@ -24,7 +26,7 @@ export function readBodyStage(limit: number): Stage {
           if (size > limit) {
             request.off('data', onData)
             request.resume()
-            reject(tooLarge())
+            reject(tooLarge(limit))
             return
           }
           chunks.push(chunk)

@@ -1,32 +1,23 @@
-import { MysqlAdapter, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
 import type { Migrations } from '../../kernel/plugin.ts'
 import { portableTable, type Dialect } from '../../kernel/storage/database.ts'
 
-/**
- * A migration receives only the database handle, not the kernel's services, so it
- * asks Kysely which engine it talks to. The adapter is what Kysely itself uses to
- * write engine-specific SQL, so this never disagrees with the kernel's own choice.
- */
-export function dialectOf(db: Kysely<any>): Dialect {
-  return db.getExecutor().adapter instanceof MysqlAdapter ? 'mysql' : 'sqlite'
-}
-
 /** A table with the kernel's portable options (utf8mb4 + binary collation on MySQL). */
-function createTable(db: Kysely<any>, name: string) {
-  return portableTable(dialectOf(db), db.schema.createTable(name))
+function createTable(db: Kysely<any>, dialect: Dialect, name: string) {
+  return portableTable(dialect, db.schema.createTable(name))
 }
 
 /** Auto-increment ids: SQLite wants exactly `integer primary key` to alias its rowid. */
-function autoIdType(db: Kysely<any>) {
-  return dialectOf(db) === 'mysql' ? 'bigint' : 'integer'
+function autoIdType(dialect: Dialect) {
+  return dialect === 'mysql' ? 'bigint' : 'integer'
 }
 
 /** Versioned migrations of the people plugin's tables. Append new ones; never edit an applied one. */
 export const peopleMigrations: Migrations = {
   '0001-people': {
-    async up(db) {
-      await createTable(db, 'people')
-        .addColumn('id', autoIdType(db), (c) => c.primaryKey().autoIncrement())
+    async up(db, dialect) {
+      await createTable(db, dialect, 'people')
+        .addColumn('id', autoIdType(dialect), (c) => c.primaryKey().autoIncrement())
         .addColumn('parent', 'bigint', (c) => c.notNull())
         .addColumn('custno', 'bigint', (c) => c.notNull())
         .addColumn('emp_id', 'varchar(64)')
@@ -68,8 +59,8 @@ export const peopleMigrations: Migrations = {
       await db.schema.createIndex('people_source_id').unique().on('people')
         .columns(['parent', 'custno', 'source_id']).execute()
 
-      await createTable(db, 'people_imports')
-        .addColumn('id', autoIdType(db), (c) => c.primaryKey().autoIncrement())
+      await createTable(db, dialect, 'people_imports')
+        .addColumn('id', autoIdType(dialect), (c) => c.primaryKey().autoIncrement())
         .addColumn('parent', 'bigint', (c) => c.notNull())
         .addColumn('custno', 'bigint', (c) => c.notNull())
         .addColumn('key_id', 'bigint', (c) => c.notNull())
@@ -83,7 +74,7 @@ export const peopleMigrations: Migrations = {
         .addColumn('terminated', 'integer', (c) => c.notNull().defaultTo(0))
         .execute()
 
-      await createTable(db, 'people_import_rejections')
+      await createTable(db, dialect, 'people_import_rejections')
         .addColumn('import_id', 'bigint', (c) => c.notNull())
         .addColumn('batch', 'integer', (c) => c.notNull())
         .addColumn('row_no', 'integer', (c) => c.notNull())

@@ -15,6 +15,12 @@ import * as schemas from './schemas.ts'
  * handler. Handlers stay short: the work is in listing.ts, queries.ts, photos.ts and
  * import.ts; a handler's one extra duty is dropping the cached listings a write makes stale.
  */
+/**
+ * A 5 MiB image is about 6.7 MiB as base64 JSON, and 10,000 import rows 2-4 MB: these
+ * two routes take up to 8 MiB whatever the service-wide bodyLimit (1 MiB) is.
+ */
+const largeBodyLimit = 8 * 1024 * 1024
+
 export function peopleRoutes(kernel: KernelServices): Route[] {
   const db: PeopleDb = kernel.db.withTables<PeopleTables>()
 
@@ -103,6 +109,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       method: 'POST',
       path: '/People/Update/OnePhoto',
       body: schemas.photoBody,
+      bodyLimit: largeBodyLimit,
       xml: { root: 'Person' },
       async handler(call) {
         const { Id, Photo, Image, Type } = call.body
@@ -158,6 +165,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       method: 'POST',
       path: '/people/update/importmass',
       body: schemas.importMassBody,
+      bodyLimit: largeBodyLimit,
       xml: { root: 'ImportBatch', item: 'Rejection' },
       async handler(call) {
         const scope = scopeOf(call.caller)
