@@ -1,7 +1,8 @@
 import t from 'tap'
 import { compileAclPath, aclPathProblem } from '../kernel/aclPath.ts'
 import { forEachDatabase, startService } from './helpers/service.ts'
-import { makeKey, probePlugin } from './helpers/probePlugin.ts'
+import { probePlugin } from './helpers/probePlugin.ts'
+import { insertKey } from './helpers/keys.ts'
 import { createGroup } from '../kernel/bootstrap.ts'
 import { signedHeaders } from '../kernel/signature.ts'
 import { request } from 'node:http'
@@ -61,7 +62,7 @@ t.test('ACL on the wire', (t) =>
 
     await t.test('a key only reaches what its groups allow', async (t) => {
       const group = await createGroup(db, { name: 'echo only', paths: [{ path: '/Probe/Echo', displayName: 'echo' }] })
-      const narrow = await makeKey(service, {}, [group])
+      const narrow = await insertKey(service, {}, [group])
       t.equal((await service.call('GET', '/Probe/Echo', { key: narrow })).status, 200)
       t.equal((await service.call('GET', '/Probe/Deep/Level/Three', { key: narrow })).status, 403)
       t.equal((await service.call('GET', '/Api/Read/Acl', { key: narrow })).status, 403)

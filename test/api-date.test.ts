@@ -1,7 +1,8 @@
 import t from 'tap'
 import { parseApiDate, dateWithinWindow } from '../kernel/apiDate.ts'
 import { forEachDatabase, startService } from './helpers/service.ts'
-import { makeKey, probePlugin } from './helpers/probePlugin.ts'
+import { probePlugin } from './helpers/probePlugin.ts'
+import { insertKey } from './helpers/keys.ts'
 
 t.test('x-apidate formats (D3)', async (t) => {
   t.equal(parseApiDate('Sun, 22 Nov 2026 08:49:37 GMT'), Date.UTC(2026, 10, 22, 8, 49, 37))
@@ -33,13 +34,13 @@ t.test('x-apidate on the wire', (t) =>
     t.equal(garbage.status, 401)
     t.match(garbage.text, /^Error: x-apidate must be an HTTP-date/)
 
-    const lenient = await makeKey(service, { allow_hours: 0 })
+    const lenient = await insertKey(service, { allow_hours: 0 })
     t.equal((await service.call('GET', '/Probe/Echo', { key: lenient, date: 'Sun, 02 Jan 2000 00:00:00 GMT' })).status, 200, 'AllowHours 0: any date (still signed)')
     t.equal((await service.call('GET', '/Probe/Echo', { key: lenient, date: 'whenever' })).status, 401, 'AllowHours 0: still a date')
-    const halfHour = await makeKey(service, { allow_hours: 0.5 })
+    const halfHour = await insertKey(service, { allow_hours: 0.5 })
     t.equal((await service.call('GET', '/Probe/Echo', { key: halfHour, date: at(-25 * 60_000) })).status, 200, 'AllowHours 0.5: 25 minutes')
     t.equal((await service.call('GET', '/Probe/Echo', { key: halfHour, date: at(-35 * 60_000) })).status, 401, 'AllowHours 0.5: 35 minutes')
-    const twoHours = await makeKey(service, { allow_hours: 2 })
+    const twoHours = await insertKey(service, { allow_hours: 2 })
     t.equal((await service.call('GET', '/Probe/Echo', { key: twoHours, date: at(-90 * 60_000) })).status, 200, 'AllowHours 2: 90 minutes')
   }),
 )

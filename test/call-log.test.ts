@@ -5,7 +5,7 @@
  */
 import t from 'tap'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
-import { makeKey } from './helpers/probePlugin.ts'
+import { insertKey } from './helpers/keys.ts'
 import { CallLog } from '../kernel/callLog.ts'
 
 const declaredFields = [
@@ -82,7 +82,7 @@ t.test('only the key that made the call reads its record; unknown ids look the s
     const service = await startService(t, { kind })
     const call = await service.call('GET', '/Api/Read/Acl')
     const requestId = Number(call.headers.get('x-requestid'))
-    const other = await makeKey(service)
+    const other = await insertKey(service)
     const othersRead = await readLog(service, requestId, other)
     const unknown = await readLog(service, requestId + 4096)
     t.equal(othersRead.status, 404)
@@ -113,7 +113,7 @@ t.test('each log level stores exactly its fields', (t) =>
       ['malformed header: the key level', { 'x-LogLevel': 'max' }, { log_level: 1 }, levelOneFields],
     ]
     for (const [name, headers, fields, expected] of levels) {
-      const key = await makeKey(service, fields)
+      const key = await insertKey(service, fields)
       const call = await service.call('GET', '/Api/Read/Acl', { key, headers })
       const log = await readLog(service, call.headers.get('x-requestid'), key)
       t.equal(log.status, 200, name)
@@ -121,7 +121,7 @@ t.test('each log level stores exactly its fields', (t) =>
     }
 
     // An error answer keeps its short message at every level.
-    const key = await makeKey(service)
+    const key = await insertKey(service)
     const failed = await service.call('POST', '/Api/Read/Log', { key, body: { LogRequestId: 'nope' } })
     t.equal(failed.status, 400)
     const failedLog = await readLog(service, failed.headers.get('x-requestid'), key)
@@ -129,7 +129,7 @@ t.test('each log level stores exactly its fields', (t) =>
     t.match(failedLog.json, { Response_Code: 400, Rsponse: failed.text, Response_Format: 'text' })
 
     // A logged rate-limit read shows one object per window (interface 2.3).
-    const limited = await makeKey(service, { max_hits: '10/1Sec,1000/1Hour,100000/1Mon', log_level: 2 })
+    const limited = await insertKey(service, { max_hits: '10/1Sec,1000/1Hour,100000/1Mon', log_level: 2 })
     const limits = await service.call('GET', '/Api/Read/Limits', { key: limited })
     const limitsLog = await readLog(service, limits.headers.get('x-requestid'), limited)
     t.same(Object.keys(limitsLog.json.Rsponse), ['1Sec', '1Hour', '1Mon'])
@@ -147,7 +147,7 @@ t.test('each log level stores exactly its fields', (t) =>
 t.test('POST /Api/Read/History', (t) =>
   forEachDatabase(t, async (t, kind) => {
     const service = await startService(t, { kind })
-    const key = await makeKey(service)
+    const key = await insertKey(service)
     const start = new Date(Date.now() - 1000).toISOString()
     const ids: number[] = []
     for (const path of ['/Api/Read/Acl', '/Api/Read/Limits', '/Api/Read/Acl']) {
@@ -184,8 +184,8 @@ t.test('retention: details after LogRaw days (at most 7), records after 30 days,
   forEachDatabase(t, async (t, kind) => {
     const service = await startService(t, { kind })
     const db = service.kernel.database.db
-    const shortRaw = await makeKey(service, { log_raw: 1 })
-    const longRaw = await makeKey(service, { log_raw: 90 })
+    const shortRaw = await insertKey(service, { log_raw: 1 })
+    const longRaw = await insertKey(service, { log_raw: 90 })
     const start = Date.now()
     const detailed: number[] = []
     for (const key of [shortRaw, shortRaw, longRaw, longRaw, longRaw]) {

@@ -1,19 +1,10 @@
 import t from 'tap'
 import { spawn, execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
+import { freePort } from './helpers/freePort.ts'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { signedHeaders, type SigningKey } from '../kernel/signature.ts'
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
-}
 
 t.test('WORKERS=2: limits, cache invalidation and read-your-writes hold across workers', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'keygate-cluster-'))

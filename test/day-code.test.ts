@@ -1,7 +1,8 @@
 import t from 'tap'
 import { dayCodeAt, verifyDayCode, hotp, base32, dayCodeUri } from '../kernel/dayCode.ts'
 import { forEachDatabase, startService } from './helpers/service.ts'
-import { makeKey, probePlugin } from './helpers/probePlugin.ts'
+import { probePlugin } from './helpers/probePlugin.ts'
+import { insertKey } from './helpers/keys.ts'
 
 // RFC 6238 appendix B, SHA-1 column: the algorithm with a 30 s step.
 const rfcSecret = Buffer.from('12345678901234567890')
@@ -49,11 +50,11 @@ t.test('day code on the wire', (t) =>
     t.equal((await service.call('POST', '/Probe/Today', { today: service.today(Date.now() - 14_400_000) })).status, 200, 'one step old')
     t.equal((await service.call('GET', '/Probe/Echo')).status, 200, 'other routes need no day code for a DayPass 0 key')
 
-    const dayPassKey = await makeKey(service, { day_pass: 1 })
+    const dayPassKey = await insertKey(service, { day_pass: 1 })
     t.equal((await service.call('GET', '/Probe/Echo', { key: dayPassKey })).status, 401, 'DayPass 1 key needs the code everywhere')
     t.equal((await service.call('GET', '/Probe/Echo', { key: dayPassKey, today: true })).status, 200)
 
-    const guesser = await makeKey(service)
+    const guesser = await insertKey(service)
     let lastStatus = 0
     for (let attempt = 0; attempt < 11; attempt++) lastStatus = (await service.call('POST', '/Probe/Today', { key: guesser, today: String(10_000_000 + attempt) })).status
     t.equal(lastStatus, 429, 'the 11th wrong code in a minute is refused outright')

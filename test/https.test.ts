@@ -5,13 +5,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { request } from 'node:https'
 import { forEachDatabase, startService } from './helpers/service.ts'
-import { makeKey, probePlugin } from './helpers/probePlugin.ts'
+import { probePlugin } from './helpers/probePlugin.ts'
+import { insertKey } from './helpers/keys.ts'
 import { signedHeaders } from '../kernel/signature.ts'
 
 t.test('Require_Https over plain HTTP and behind a trusted proxy', (t) =>
   forEachDatabase(t, async (t, kind) => {
     const service = await startService(t, { kind, plugins: [probePlugin], config: { trustProxy: ['127.0.0.1'] } })
-    const httpsKey = await makeKey(service, { require_https: 1 })
+    const httpsKey = await insertKey(service, { require_https: 1 })
     const refused = await service.call('GET', '/Probe/Echo', { key: httpsKey })
     t.equal(refused.status, 403)
     t.equal(refused.text, 'Error: HTTPS is required for this key or path.')
@@ -20,7 +21,7 @@ t.test('Require_Https over plain HTTP and behind a trusted proxy', (t) =>
     t.equal((await service.call('GET', '/Probe/Echo', { key: httpsKey, headers: { 'x-forwarded-proto': 'https, http' } })).status, 403, 'the nearest proxy (last value) decides')
 
     await service.kernel.database.db.updateTable('api_acl').set({ require_https: 1 }).where('path', '=', '/Probe/Echo').execute()
-    const plainKey = await makeKey(service, { require_https: 0 })
+    const plainKey = await insertKey(service, { require_https: 0 })
     t.equal((await service.call('GET', '/Probe/Echo', { key: plainKey })).status, 403, "the entry's Require_Https applies to a key without it")
     t.equal((await service.call('GET', '/Probe/Deep/Level/Three', { key: plainKey })).status, 200, 'other entries are unaffected')
   }),
@@ -29,7 +30,7 @@ t.test('Require_Https over plain HTTP and behind a trusted proxy', (t) =>
 t.test('X-Forwarded-Proto from an untrusted peer is ignored', (t) =>
   forEachDatabase(t, async (t, kind) => {
     const service = await startService(t, { kind, plugins: [probePlugin] })
-    const httpsKey = await makeKey(service, { require_https: 1 })
+    const httpsKey = await insertKey(service, { require_https: 1 })
     t.equal((await service.call('GET', '/Probe/Echo', { key: httpsKey, headers: { 'x-forwarded-proto': 'https' } })).status, 403)
   }),
 )
@@ -42,7 +43,7 @@ t.test('the service terminating TLS itself', async (t) => {
   execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '1', '-subj', '/CN=127.0.0.1'], { stdio: 'ignore' })
   const service = await startService(t, { kind: 'sqlite', plugins: [probePlugin], config: { tls: { certFile, keyFile } } })
   t.match(service.base, /^https:/)
-  const httpsKey = await makeKey(service, { require_https: 1 })
+  const httpsKey = await insertKey(service, { require_https: 1 })
   const status = await new Promise<number>((resolve, reject) => {
     request(`${service.base}/Probe/Echo`, { headers: signedHeaders(httpsKey, 'GET', '/Probe/Echo'), rejectUnauthorized: false }, (response) => {
       response.resume()

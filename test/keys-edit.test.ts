@@ -6,7 +6,8 @@
 import t, { type Test } from 'tap'
 import { forEachDatabase, startService, type DatabaseKind, type Service } from './helpers/service.ts'
 import { createGroup } from '../kernel/bootstrap.ts'
-import { issueKey, type KeyFields } from '../kernel/keyIssuer.ts'
+import type { KeyFields } from '../kernel/keyIssuer.ts'
+import { groupNamed, insertKey } from './helpers/keys.ts'
 import type { SigningKey } from '../kernel/signature.ts'
 import { httpDate } from '../kernel/apiDate.ts'
 
@@ -26,7 +27,7 @@ async function editFixture(t: Test, kind: DatabaseKind): Promise<EditFixture> {
   const clock = { now: Math.floor(Date.now() / 1000) * 1000 }
   const service = await startService(t, { kind, clock: () => clock.now })
   const { db } = service.kernel.database
-  const named = async (name: string) => Number((await db.selectFrom('api_groups').select('id').where('display_name', '=', name).executeTakeFirstOrThrow()).id)
+  const named = (name: string) => groupNamed(service, name)
   const groups = {
     keyAdmin: await named('Key administration'),
     aclReader: await named('Access list reader'),
@@ -50,10 +51,7 @@ async function editFixture(t: Test, kind: DatabaseKind): Promise<EditFixture> {
       const answer = await service.call('GET', '/Api/Read/Keys', { key })
       return answer.json.find((item: { Id: number }) => item.Id === id)
     },
-    async insertKey(fields, groupIds) {
-      const issued = await issueKey(db, service.kernel.services.secrets, clock.now, { parent: 1, custno: 0, require_https: 0, response_format: 'json', ...fields }, groupIds)
-      return { id: issued.id, apiKey: issued.apiKey, secret: issued.secret }
-    },
+    insertKey: (fields, groupIds) => insertKey(service, fields, groupIds, clock.now),
   }
   return fixture
 }

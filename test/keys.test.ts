@@ -5,7 +5,8 @@
 import t, { type Test } from 'tap'
 import { forEachDatabase, startService, type DatabaseKind, type Service } from './helpers/service.ts'
 import { createGroup } from '../kernel/bootstrap.ts'
-import { issueKey, type KeyFields } from '../kernel/keyIssuer.ts'
+import type { KeyFields } from '../kernel/keyIssuer.ts'
+import { groupNamed, insertKey } from './helpers/keys.ts'
 import type { SigningKey } from '../kernel/signature.ts'
 import { httpDate } from '../kernel/apiDate.ts'
 
@@ -22,7 +23,7 @@ interface KeysFixture {
 async function keysFixture(t: Test, kind: DatabaseKind): Promise<KeysFixture> {
   const service = await startService(t, { kind })
   const { db } = service.kernel.database
-  const named = async (name: string) => Number((await db.selectFrom('api_groups').select('id').where('display_name', '=', name).executeTakeFirstOrThrow()).id)
+  const named = (name: string) => groupNamed(service, name)
   const groups = {
     keyAdmin: await named('Key administration'),
     aclReader: await named('Access list reader'),
@@ -38,10 +39,7 @@ async function keysFixture(t: Test, kind: DatabaseKind): Promise<KeysFixture> {
     groups,
     create: (body, key = service.admin) => service.call('POST', '/Api/Create/Key', { body, today: true, key }),
     edit: (body, key = service.admin) => service.call('POST', '/Api/Edit/Key', { body, today: true, key }),
-    async insertKey(fields, groupIds) {
-      const issued = await issueKey(db, service.kernel.services.secrets, Date.now(), { parent: 1, custno: 0, require_https: 0, response_format: 'json', ...fields }, groupIds)
-      return { id: issued.id, apiKey: issued.apiKey, secret: issued.secret }
-    },
+    insertKey: (fields, groupIds) => insertKey(service, fields, groupIds, Date.now()),
   }
 }
 

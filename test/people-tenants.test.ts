@@ -5,18 +5,9 @@
  */
 import t from 'tap'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
-import { issueKey } from '../kernel/keyIssuer.ts'
+import { tenantKey } from './helpers/keys.ts'
 
 type Key = { apiKey: string; secret: string }
-
-async function tenantKey(service: Service, parent: number, custno: number): Promise<Key> {
-  const db = service.kernel.database.db
-  const groups = await db.selectFrom('api_key_groups').select('group_id').where('key_id', '=', service.admin.id).execute()
-  const issued = await issueKey(db, service.kernel.services.secrets, Date.now(), {
-    display_name: `Tenant ${parent}/${custno}`, parent, custno, require_https: 0, response_format: 'json',
-  }, groups.map((group) => Number(group.group_id)))
-  return { apiKey: issued.apiKey, secret: issued.secret }
-}
 
 const tinyPng = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64')
 

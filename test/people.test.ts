@@ -4,17 +4,7 @@
  */
 import t from 'tap'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
-import { issueKey } from '../kernel/keyIssuer.ts'
-
-/** A key of another tenant, holding the root key's groups, to sign calls with. */
-async function tenantKey(service: Service, parent: number, custno: number) {
-  const db = service.kernel.database.db
-  const groups = await db.selectFrom('api_key_groups').select('group_id').where('key_id', '=', service.admin.id).execute()
-  const issued = await issueKey(db, service.kernel.services.secrets, Date.now(), {
-    display_name: `Tenant ${parent}/${custno}`, parent, custno, require_https: 0, response_format: 'json',
-  }, groups.map((group) => Number(group.group_id)))
-  return { apiKey: issued.apiKey, secret: issued.secret }
-}
+import { tenantKey } from './helpers/keys.ts'
 
 async function createPerson(service: Service, fields: Record<string, unknown>, key?: { apiKey: string; secret: string }) {
   const created = await service.call('POST', '/People/Update/OneChange', { body: fields, key })

@@ -8,7 +8,7 @@ import { parseMaxHits, formatMaxHits, MaxHitsError } from '../kernel/maxHits.ts'
 import { RateLimits, inMemoryLimiters } from '../kernel/rateLimits.ts'
 import type { CallerKey } from '../kernel/plugin.ts'
 import { startService } from './helpers/service.ts'
-import { makeKey } from './helpers/probePlugin.ts'
+import { insertKey } from './helpers/keys.ts'
 import { timeLeftText } from '../plugins/log/index.ts'
 
 t.test('MaxHits grammar', async (t) => {
@@ -75,7 +75,7 @@ t.test('a refused call is given back to the windows that had room', async (t) =>
 
 t.test('the 4th call of 3/1Min is 429 with Retry-After; RateLimit fields on every answer', async (t) => {
   const service = await startService(t, { kind: 'sqlite' })
-  const key = await makeKey(service, { max_hits: '3/1Min' })
+  const key = await insertKey(service, { max_hits: '3/1Min' })
   for (let call = 1; call <= 3; call++) {
     const answer = await service.call('GET', '/Api/Read/Acl', { key })
     t.equal(answer.status, 200, `call ${call} passes`)
@@ -92,7 +92,7 @@ t.test('the 4th call of 3/1Min is 429 with Retry-After; RateLimit fields on ever
   t.match(fourth.headers.get('x-requestid'), /^\d+$/, 'a 429 still has its request id (and its log record)')
 
   // A call the ACL refuses still counts, and still carries the fields.
-  const bare = await makeKey(service, { max_hits: '5/1Min' }, [])
+  const bare = await insertKey(service, { max_hits: '5/1Min' }, [])
   const forbidden = await service.call('GET', '/Api/Read/Acl', { key: bare })
   t.equal(forbidden.status, 403)
   t.equal(forbidden.headers.get('ratelimit'), '"1Min";r=4;t=60')
@@ -106,7 +106,7 @@ t.test('the 4th call of 3/1Min is 429 with Retry-After; RateLimit fields on ever
 
 t.test('a fresh window allows again', async (t) => {
   const service = await startService(t, { kind: 'sqlite' })
-  const key = await makeKey(service, { max_hits: '3/2Sec' })
+  const key = await insertKey(service, { max_hits: '3/2Sec' })
   const statuses = []
   for (let call = 0; call < 4; call++) statuses.push((await service.call('GET', '/Api/Read/Acl', { key })).status)
   t.same(statuses, [200, 200, 200, 429])
@@ -123,7 +123,7 @@ t.test('GET /Api/Read/Limits', async (t) => {
   t.equal(none.status, 200)
   t.same(none.json, {}, 'a key without MaxHits has no windows')
 
-  const key = await makeKey(service, { max_hits: '10/1Sec,1000/1Hour,100000/1Mon' })
+  const key = await insertKey(service, { max_hits: '10/1Sec,1000/1Hour,100000/1Mon' })
   await service.call('GET', '/Api/Read/Acl', { key })
   const before = Date.now()
   const limits = await service.call('GET', '/Api/Read/Limits', { key })

@@ -4,26 +4,15 @@
  */
 import t from 'tap'
 import { spawn } from 'node:child_process'
-import { createServer } from 'node:net'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import SQLite from 'better-sqlite3'
 import { signedHeaders } from '../kernel/signature.ts'
+import { freePort } from './helpers/freePort.ts'
 
 const repository = resolve(dirname(fileURLToPath(import.meta.url)), '..')
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const probe = createServer()
-    probe.once('error', fail)
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number }
-      probe.close(() => done(port))
-    })
-  })
-}
 
 t.test('SIGTERM under load: exit 0, no answered call without its record', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'keygate-shutdown-'))

@@ -1,7 +1,8 @@
 import t from 'tap'
 import { createHmac } from 'node:crypto'
 import { forEachDatabase, startService } from './helpers/service.ts'
-import { makeKey, probePlugin } from './helpers/probePlugin.ts'
+import { probePlugin } from './helpers/probePlugin.ts'
+import { insertKey } from './helpers/keys.ts'
 import { sign, stringToSign, signedHeaders, type HashMethod } from '../kernel/signature.ts'
 
 t.test('the worked example of the README', async (t) => {
@@ -28,7 +29,7 @@ t.test('signatures on the wire', (t) =>
       t.equal((await send({}, JSON.stringify({ Name: 'y' }))).status, 401, 'other body, same signature')
       t.equal((await send({}, JSON.stringify(body), '/Probe/Body?extra=1')).status, 401, 'query added')
       t.equal((await send({ 'x-apidate': new Date(Date.now() + 1000).toUTCString() })).status, 401, 'other date')
-      t.equal((await send({ 'x-apikey': (await makeKey(service)).apiKey })).status, 401, 'another key with this signature')
+      t.equal((await send({ 'x-apikey': (await insertKey(service)).apiKey })).status, 401, 'another key with this signature')
       t.equal((await send({ 'x-apihmac': sign('not-the-secret', 'POST', '/Probe/Body', headers['x-apidate'], JSON.stringify(body)) })).status, 401, 'wrong secret')
     })
 
@@ -45,17 +46,17 @@ t.test('signatures on the wire', (t) =>
       const methods: HashMethod[] = [1, 2, 3, 4, 5]
       for (const method of methods) {
         await db.updateTable('api_acl').set({ require_hash: method }).where('path', '=', '/Probe/Echo').execute()
-        const key = await makeKey(service) // a fresh key loads the ACL as it is now
+        const key = await insertKey(service) // a fresh key loads the ACL as it is now
         for (const used of methods) {
           const status = (await service.call('GET', '/Probe/Echo', { key, hashMethod: used })).status
           t.equal(status, used === method ? 200 : 401, `entry requires ${method}, client used ${used}`)
         }
-        const overridden = await makeKey(service, { require_hash: 5 })
+        const overridden = await insertKey(service, { require_hash: 5 })
         t.equal((await service.call('GET', '/Probe/Echo', { key: overridden, hashMethod: 5 })).status, 200, 'key override wins')
         if (method !== 5) t.equal((await service.call('GET', '/Probe/Echo', { key: overridden, hashMethod: method })).status, 401, 'entry method refused under override')
       }
       await db.updateTable('api_acl').set({ require_hash: 0 }).where('path', '=', '/Probe/Echo').execute()
-      const anyMethod = await makeKey(service)
+      const anyMethod = await insertKey(service)
       for (const used of methods) t.equal((await service.call('GET', '/Probe/Echo', { key: anyMethod, hashMethod: used })).status, 200, `Require_Hash 0 accepts method ${used}`)
     })
   }),

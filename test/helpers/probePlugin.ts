@@ -1,8 +1,5 @@
 /** A small plugin for kernel tests: routes that echo what the kernel handed them. */
 import { defineRoute, type Plugin } from '../../kernel/plugin.ts'
-import type { HashMethod } from '../../kernel/signature.ts'
-import { issueKey, type KeyFields } from '../../kernel/keyIssuer.ts'
-import type { Service } from './service.ts'
 
 export const probePlugin: Plugin = {
   name: 'probe',
@@ -43,21 +40,4 @@ export const probePlugin: Plugin = {
       handler: (call) => ({ Name: call.body.Name, Count: call.body.Count ?? 0 }),
     }),
   ],
-}
-
-/** A key made directly in the store, holding the root key's groups unless told otherwise. */
-export async function makeKey(
-  service: Service,
-  fields: Partial<KeyFields> & { require_hash?: HashMethod | null } = {},
-  groupIds?: number[],
-): Promise<{ id: number; apiKey: string; secret: string }> {
-  const db = service.kernel.database.db
-  const groups = groupIds ?? (await db.selectFrom('api_key_groups').select('group_id').where('key_id', '=', service.admin.id).execute()).map((row) => Number(row.group_id))
-  return issueKey(db, service.kernel.services.secrets, Date.now(), {
-    display_name: `key ${Math.random().toString(36).slice(2)}`,
-    parent: 1,
-    custno: 0,
-    require_https: 0,
-    ...fields,
-  }, groups)
 }
