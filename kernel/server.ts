@@ -48,6 +48,8 @@ export interface Kernel {
   /** The root admin key when this start created it (first start), else null. */
   readonly createdRootKey: IssuedKey | null
   readonly daySecret: Buffer
+  /** The mounted routes, by plugin: what this instance answers. */
+  routes(): { plugin: string; method: string; path: string; dayCode: boolean; hasBody: boolean }[]
   listen(): Promise<{ port: number; url: string }>
   close(): Promise<void>
 }
@@ -217,6 +219,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     database,
     createdRootKey,
     daySecret,
+    routes: () => routes.routes().map(({ plugin, route }) => ({ plugin, method: route.method, path: route.path, dayCode: route.dayCode === true, hasBody: route.body !== undefined })),
     listen() {
       return new Promise((resolve, reject) => {
         server.once('error', reject)
