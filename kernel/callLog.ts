@@ -43,6 +43,8 @@ export class CallLog {
     private readonly report: (error: unknown) => void,
     /** This process's node id: a sibling's fresh record may still be in the sibling's queue. */
     private readonly nodeId = 0,
+    /** How a batch is written (Database.insertMany; plain Kysely when not given). */
+    private readonly insertBatch: (rows: readonly LogRow[]) => Promise<unknown> = (rows) => db.insertInto('api_log').values(rows as LogRow[]).execute(),
   ) {}
 
   startPurging(): void {
@@ -106,7 +108,7 @@ export class CallLog {
       let written = 0
       try {
         try {
-          await this.db.insertInto('api_log').values(batch).execute()
+          await this.insertBatch(batch)
           written = batch.length
         } catch (error) {
           if (isStoreOutage(error)) throw error

@@ -13,6 +13,11 @@ export interface AuthRecord {
   secret: string
   /** Route path -> the ACL entry that allows it (null: none). Filled as routes are called. */
   aclByRoute: Map<string, AclEntry | null>
+  /**
+   * The last signature this key proved, with exactly what it covered. A client may
+   * reuse a signature within its second; the same input needs no second HMAC.
+   */
+  lastVerified: { toSign: string; signature: string; method: number } | null
 }
 
 interface AclRow { id: number; path: string; display_name: string; is_public: number; require_https: number; require_hash: number }
@@ -111,7 +116,7 @@ export class KeyDirectory {
       acl,
       anonymous: false,
     }
-    const record: AuthRecord = { caller, secret: this.secrets.open(row.secret_enc, row.api_key), aclByRoute: new Map() }
+    const record: AuthRecord = { caller, secret: this.secrets.open(row.secret_enc, row.api_key), aclByRoute: new Map(), lastVerified: null }
     this.records.set(apiKey, record, { ttl: this.ttlSeconds * 1000 })
     this.apiKeyById.set(keyId, apiKey)
     return record
@@ -141,7 +146,7 @@ export class KeyDirectory {
   }
 
   /** The ACL entry that allows `routePath` for this record, memoised per route. */
-  aclFor(record: { caller: CallerKey; aclByRoute: Map<string, AclEntry | null> }, routePath: string): AclEntry | null {
+  aclFor(record: Pick<AuthRecord, 'caller' | 'aclByRoute'>, routePath: string): AclEntry | null {
     let entry = record.aclByRoute.get(routePath)
     if (entry === undefined) {
       entry = record.caller.acl.find((candidate) => candidate.matches(routePath)) ?? null

@@ -14,6 +14,11 @@ export function bodyHash(body: Buffer | string | undefined): string {
   return createHash('sha256').update(body).digest('hex')
 }
 
+/** Constant-time equality of two signatures as sent (hex text). */
+export function sameSignature(a: string, b: string): boolean {
+  return a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b))
+}
+
 /** D4: METHOD \n PATH(+query, after the base path) \n x-apidate \n hex(sha256(body)). */
 export function stringToSign(method: string, path: string, apiDate: string, body: Buffer | string | undefined): string {
   return `${method.toUpperCase()}\n${path}\n${apiDate}\n${bodyHash(body)}`

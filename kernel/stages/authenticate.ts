@@ -6,7 +6,7 @@ import type { RequestIds } from '../requestId.ts'
 import type { CallerKey } from '../plugin.ts'
 import { readCredentials } from '../credentials.ts'
 import { dateWithinWindow, parseApiDate } from '../apiDate.ts'
-import { stringToSign, verifySignature } from '../signature.ts'
+import { sameSignature, stringToSign, verifySignature } from '../signature.ts'
 import { verifyDayCode } from '../dayCode.ts'
 import { ApiError, unauthorized } from '../errors.ts'
 
@@ -76,7 +76,11 @@ export function authenticateStage(deps: AuthenticateDependencies): Stage {
     const acl = keys.aclFor(record, exchange.mounted.route.path)
     const method = caller.requireHash ?? acl?.requireHash ?? 0
     const toSign = stringToSign(exchange.request.method!, exchange.signedPath, credentials.apiDate, exchange.rawBody)
-    if (!verifySignature(record.secret, toSign, credentials.apiHmac, method)) throw unauthorized('Signature (x-apihmac) does not match.')
+    const last = record.lastVerified
+    if (last === null || last.toSign !== toSign || last.method !== method || !sameSignature(last.signature, credentials.apiHmac)) {
+      if (!verifySignature(record.secret, toSign, credentials.apiHmac, method)) throw unauthorized('Signature (x-apihmac) does not match.')
+      record.lastVerified = { toSign, signature: credentials.apiHmac, method }
+    }
     exchange.record = record
     exchange.caller = caller
     exchange.acl = acl

@@ -29,10 +29,15 @@ function withoutSecrets(name: string, value: unknown): unknown {
 }
 
 function rawRequest(request: IncomingMessage, body: Buffer | undefined): string {
+  // From rawHeaders: every line as sent (repeated ones too), without building headersDistinct.
   const headers: Record<string, string | string[]> = {}
-  for (const [name, value] of Object.entries(request.headersDistinct)) {
+  const raw = request.rawHeaders
+  for (let index = 0; index < raw.length; index += 2) {
+    const name = raw[index].toLowerCase()
     // Credentials are never stored; the key is already the record's owner.
-    headers[name] = credentialHeaders.has(name) ? '[redacted]' : (value!.length === 1 ? value![0] : value!)
+    const value = credentialHeaders.has(name) ? '[redacted]' : raw[index + 1]
+    const earlier = headers[name]
+    headers[name] = earlier === undefined ? value : Array.isArray(earlier) ? [...earlier, value] : [earlier, value]
   }
   return JSON.stringify({ method: request.method, url: request.url, headers, body: body ? clip(body.toString('utf8')) : '' })
 }
