@@ -4,15 +4,26 @@ import type { CoreTables } from './storage/coreTables.ts'
 import type { AclEntry, CallerKey, ResponseFormat } from './plugin.ts'
 import type { SecretBox } from './secrets.ts'
 import { compileAclPath } from './aclPath.ts'
-import { parseMaxHits } from './maxHits.ts'
+import { parseMaxHits, type RateWindow } from './maxHits.ts'
 import type { HashMethod } from './signature.ts'
+
+/**
+ * What a set of groups grants: the ACL entries (with the public ones) and a per-route
+ * memo of the entry that allows each route. Keys with the same groups share one
+ * profile, so a million keys do not mean a million copies of the same ACL.
+ */
+export interface AccessProfile {
+  groupIds: readonly number[]
+  acl: readonly AclEntry[]
+  /** Route path -> the ACL entry that allows it (null: none). Filled as routes are called. */
+  aclByRoute: Map<string, AclEntry | null>
+}
 
 /** Everything authentication needs about one key, loaded once and kept in an LRU. */
 export interface AuthRecord {
   caller: CallerKey
   secret: string
-  /** Route path -> the ACL entry that allows it (null: none). Filled as routes are called. */
-  aclByRoute: Map<string, AclEntry | null>
+  profile: AccessProfile
   /**
    * The last signature this key proved, with exactly what it covered. A client may
    * reuse a signature within its second; the same input needs no second HMAC.
@@ -34,14 +45,19 @@ export function toAclEntry(row: AclRow): AclEntry {
   }
 }
 
+const noWindows: readonly RateWindow[] = Object.freeze([])
+
 /**
  * Looks keys up by their Api_Key value. Hits are kept `ttlSeconds` (and dropped at
  * once by `forget`); misses for a few seconds, so a flood of unknown keys does not
- * become a flood of queries.
+ * become a flood of queries. Access profiles and parsed MaxHits are shared between
+ * keys and expire with the same TTL, so an operator's ACL change shows within it.
  */
 export class KeyDirectory {
   private readonly records: LRUCache<string, AuthRecord | false>
   private readonly apiKeyById = new Map<number, string>()
+  private readonly profiles: LRUCache<string, AccessProfile>
+  private readonly windowsByMaxHits = new LRUCache<string, readonly RateWindow[]>({ max: 10_000 })
   private publicAcl: AclEntry[] = []
   private publicLoadedAt = 0
 
@@ -58,6 +74,7 @@ export class KeyDirectory {
         if (record && this.apiKeyById.get(record.caller.id) === apiKey) this.apiKeyById.delete(record.caller.id)
       },
     })
+    this.profiles = new LRUCache({ max: 10_000, ttl: ttlSeconds * 1000 })
   }
 
   /** The cached record if there is one: the hot path stays synchronous on a hit. */
@@ -75,25 +92,8 @@ export class KeyDirectory {
       return false
     }
     const keyId = Number(row.id)
-    const [groups, aclRows] = await Promise.all([
-      this.db.selectFrom('api_key_groups').select('group_id').where('key_id', '=', keyId).execute(),
-      this.db
-        .selectFrom('api_key_groups as kg')
-        .innerJoin('api_group_acl as ga', 'ga.group_id', 'kg.group_id')
-        .innerJoin('api_acl as a', 'a.id', 'ga.acl_id')
-        .select(['a.id', 'a.path', 'a.display_name', 'a.is_public', 'a.require_https', 'a.require_hash'])
-        .where('kg.key_id', '=', keyId)
-        .orderBy('a.id')
-        .execute(),
-    ])
-    const seen = new Set<number>()
-    const acl: AclEntry[] = []
-    for (const aclRow of [...aclRows, ...(await this.publicEntries())]) {
-      const entry = 'matches' in aclRow ? aclRow : toAclEntry(aclRow)
-      if (seen.has(entry.id)) continue
-      seen.add(entry.id)
-      acl.push(entry)
-    }
+    const groups = await this.db.selectFrom('api_key_groups').select('group_id').where('key_id', '=', keyId).orderBy('group_id').execute()
+    const profile = await this.profileFor(groups.map((group) => Number(group.group_id)))
     const caller: CallerKey = {
       id: keyId,
       apiKey: row.api_key,
@@ -109,17 +109,50 @@ export class KeyDirectory {
       logLevel: Number(row.log_level),
       logRaw: Number(row.log_raw),
       maxHits: row.max_hits,
-      rateWindows: safeWindows(row.max_hits),
+      rateWindows: this.windowsOf(row.max_hits),
       requireHash: row.require_hash === null ? null : (Number(row.require_hash) as HashMethod),
       createdBy: row.created_by === null ? null : Number(row.created_by),
-      groupIds: groups.map((group) => Number(group.group_id)),
-      acl,
+      groupIds: profile.groupIds,
+      acl: profile.acl,
       anonymous: false,
     }
-    const record: AuthRecord = { caller, secret: this.secrets.open(row.secret_enc, row.api_key), aclByRoute: new Map(), lastVerified: null }
+    const record: AuthRecord = { caller, secret: this.secrets.open(row.secret_enc, row.api_key), profile, lastVerified: null }
     this.records.set(apiKey, record, { ttl: this.ttlSeconds * 1000 })
     this.apiKeyById.set(keyId, apiKey)
     return record
+  }
+
+  private async profileFor(groupIds: number[]): Promise<AccessProfile> {
+    const name = groupIds.join(',')
+    const known = this.profiles.get(name)
+    if (known) return known
+    const rows = groupIds.length === 0 ? [] : await this.db
+      .selectFrom('api_group_acl as ga')
+      .innerJoin('api_acl as a', 'a.id', 'ga.acl_id')
+      .select(['a.id', 'a.path', 'a.display_name', 'a.is_public', 'a.require_https', 'a.require_hash'])
+      .where('ga.group_id', 'in', groupIds)
+      .orderBy('a.id')
+      .execute()
+    const acl: AclEntry[] = []
+    const seen = new Set<number>()
+    for (const entry of [...rows.map(toAclEntry), ...(await this.publicEntries())]) {
+      if (seen.has(entry.id)) continue
+      seen.add(entry.id)
+      acl.push(entry)
+    }
+    const profile: AccessProfile = { groupIds: Object.freeze(groupIds), acl: Object.freeze(acl), aclByRoute: new Map() }
+    this.profiles.set(name, profile)
+    return profile
+  }
+
+  private windowsOf(maxHits: string | null): readonly RateWindow[] {
+    if (maxHits === null || maxHits === '') return noWindows
+    let windows = this.windowsByMaxHits.get(maxHits)
+    if (windows === undefined) {
+      windows = Object.freeze(safeWindows(maxHits))
+      this.windowsByMaxHits.set(maxHits, windows)
+    }
+    return windows
   }
 
   /** Drops a key's record now (it was edited, disabled or its groups changed). */
@@ -132,6 +165,7 @@ export class KeyDirectory {
   forgetAll(): void {
     this.records.clear()
     this.apiKeyById.clear()
+    this.profiles.clear()
     this.publicLoadedAt = 0
   }
 
@@ -145,12 +179,13 @@ export class KeyDirectory {
     return this.publicAcl
   }
 
-  /** The ACL entry that allows `routePath` for this record, memoised per route. */
-  aclFor(record: Pick<AuthRecord, 'caller' | 'aclByRoute'>, routePath: string): AclEntry | null {
-    let entry = record.aclByRoute.get(routePath)
+  /** The ACL entry that allows `routePath` for this record, memoised per route and profile. */
+  aclFor(record: Pick<AuthRecord, 'caller' | 'profile'>, routePath: string): AclEntry | null {
+    const memo = record.profile.aclByRoute
+    let entry = memo.get(routePath)
     if (entry === undefined) {
       entry = record.caller.acl.find((candidate) => candidate.matches(routePath)) ?? null
-      record.aclByRoute.set(routePath, entry)
+      memo.set(routePath, entry)
     }
     return entry
   }

@@ -51,11 +51,12 @@ export interface CallerKey {
   logLevel: number
   logRaw: number
   maxHits: string | null
-  rateWindows: RateWindow[]
+  rateWindows: readonly RateWindow[]
   requireHash: HashMethod | null
   createdBy: number | null
-  groupIds: number[]
-  acl: AclEntry[]
+  /** Shared between keys with the same groups: read-only. */
+  groupIds: readonly number[]
+  acl: readonly AclEntry[]
   /** True only for a call without credentials to an Is_Public path: a tenant that owns nothing. */
   anonymous: boolean
 }

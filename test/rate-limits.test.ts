@@ -62,7 +62,7 @@ t.test('TimeLeft text', async (t) => {
 
 t.test('a refused call is given back to the windows that had room', async (t) => {
   const limits = new RateLimits()
-  const caller = { id: 7, rateWindows: parseMaxHits('2/1Min,100/1Hour') } as CallerKey
+  const caller = { id: 7, rateWindows: parseMaxHits('2/1Min,100/1Hour') } as unknown as CallerKey
   t.equal((await limits.consume(caller))!.allowed, true)
   t.equal((await limits.consume(caller))!.allowed, true)
   const third = await limits.consume(caller)
@@ -143,7 +143,7 @@ t.test('GET /Api/Read/Limits', async (t) => {
 t.test('in-memory windows follow the clock, including windows longer than a timer can hold', async (t) => {
   let now = Date.UTC(2026, 0, 1)
   const limits = new RateLimits(inMemoryLimiters(() => now))
-  const caller = { id: 1, rateWindows: parseMaxHits('3/1Min,5/1Mon') } as CallerKey
+  const caller = { id: 1, rateWindows: parseMaxHits('3/1Min,5/1Mon') } as unknown as CallerKey
   const allowed = async () => (await limits.consume(caller))!.allowed
   t.same([await allowed(), await allowed(), await allowed(), await allowed()], [true, true, true, false], '4th of 3/1Min refused')
   now += 60_000
