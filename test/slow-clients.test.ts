@@ -1,7 +1,13 @@
 import t from 'tap'
 import { connect, type Socket } from 'node:net'
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { startService } from './helpers/service.ts'
 import { probePlugin } from './helpers/probePlugin.ts'
+import { freePort } from './helpers/freePort.ts'
+import { signedHeaders } from '../kernel/signature.ts'
 
 /** Resolves with the ms until the server closed the socket, and what it sent. */
 function closedAfter(socket: Socket): Promise<{ ms: number; data: string }> {
@@ -82,4 +88,36 @@ t.test('close() finishes in-flight calls, then stops', async (t) => {
   t.equal(answer.status, 200, 'the in-flight call got its answer')
   t.same(answer.json, { Done: 1 })
   await closing
+})
+
+t.test('10,000 idle keep-alive connections (service in its own process)', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'keygate-idle-'))
+  const port = await freePort()
+  const child = spawn(process.execPath, ['--import', 'tsx', 'kernel/main.ts'], {
+    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: '' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL')
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+  await new Promise<void>((resolve) => child.stdout!.on('data', (chunk) => String(chunk).includes('listening on') && resolve()))
+  const stored = JSON.parse(readFileSync(join(dataDir, 'admin-key.json'), 'utf8'))
+  const key = { apiKey: stored.Api_Key, secret: stored.Api_Secret }
+
+  const sockets: Socket[] = []
+  for (let batch = 0; batch < 20; batch++) {
+    sockets.push(...(await Promise.all(Array.from({ length: 500 }, () => new Promise<Socket>((resolve) => {
+      const socket = connect(port, '127.0.0.1', () => resolve(socket))
+      socket.on('error', () => resolve(socket))
+    })))))
+  }
+  t.equal(sockets.length, 10_000)
+  const started = Date.now()
+  const answer = await fetch(`http://127.0.0.1:${port}/v1.0/Api/Read/Acl`, { headers: signedHeaders(key, 'GET', '/Api/Read/Acl') })
+  t.equal(answer.status, 200, `a signed call is answered in ${Date.now() - started} ms while 10,000 sockets idle`)
+  const closed = await Promise.all(sockets.map((socket) => (socket.destroyed ? { ms: 0, data: '' } : closedAfter(socket))))
+  t.ok(closed.every(({ ms }) => ms < 15_000), 'the server closes idle sockets by itself (headersTimeout)')
+  child.kill('SIGTERM')
+  t.equal(await new Promise((resolve) => child.once('exit', resolve)), 0)
 })
