@@ -25,7 +25,7 @@ export interface Config {
   workers: number
   serverName: string
   timeouts: { headersMs: number; requestMs: number; keepAliveMs: number; maxHeaderSize: number }
-  cache: { maxEntries: number; keyTtlSeconds: number; responses: boolean }
+  cache: { maxEntries: number; responseBytes: number; keyTtlSeconds: number; responses: boolean }
   log: {
     detailDays: number
     recordDays: number
@@ -80,8 +80,8 @@ const schema = {
     cache: {
       type: 'object',
       additionalProperties: false,
-      required: ['maxEntries', 'keyTtlSeconds', 'responses'],
-      properties: { maxEntries: positiveInt, keyTtlSeconds: positiveInt, responses: { type: 'boolean' } },
+      required: ['maxEntries', 'responseBytes', 'keyTtlSeconds', 'responses'],
+      properties: { maxEntries: positiveInt, responseBytes: { type: 'integer', minimum: 65536 }, keyTtlSeconds: positiveInt, responses: { type: 'boolean' } },
     },
     log: {
       type: 'object',

@@ -16,11 +16,12 @@ export class ResponseCache {
   private readonly entries: LRUCache<string, CachedAnswer>
   private readonly generations = new Map<string, number>()
 
-  constructor(maxEntries: number, maxBytes = 256 * 1024 * 1024) {
+  constructor(maxEntries: number, maxBytes: number) {
     this.entries = new LRUCache({
       max: maxEntries,
       maxSize: maxBytes,
-      sizeCalculation: (answer) => answer.body.length + 64,
+      // The body plus a rough allowance for the key, the entry and the LRU's own slots.
+      sizeCalculation: (answer) => answer.body.length + 256,
       ttlAutopurge: false,
     })
   }

@@ -82,7 +82,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const keys = new KeyDirectory(db, secrets, clock, config.cache.maxEntries, config.cache.keyTtlSeconds)
   const rateLimits = new RateLimits(options.cluster?.limiters ?? inMemoryLimiters(clock))
   const requestIds = new RequestIds(config.nodeId, clock)
-  const cache = new ResponseCache(config.cache.maxEntries)
+  const cache = new ResponseCache(config.cache.maxEntries, config.cache.responseBytes)
   const callLog = new CallLog(db, config.log, clock, report, config.nodeId, (rows) => database.insertMany('api_log', rows))
   requestIds.resumeAfter(await callLog.lastId())
   callLog.startPurging()
