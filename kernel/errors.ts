@@ -31,5 +31,3 @@ export const badRequest = (message: string) => new ApiError('BAD_REQUEST', messa
 export const unauthorized = (message = 'Not authorised.') => new ApiError('UNAUTHORIZED', message)
 export const forbidden = (message: string) => new ApiError('FORBIDDEN', message)
 export const notFound = (message = 'Not found.') => new ApiError('NOT_FOUND', message)
-export const serviceUnavailable = (message = 'Service temporarily unavailable, try again shortly.') =>
-  new ApiError('SERVICE_UNAVAILABLE', message)

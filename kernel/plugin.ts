@@ -22,7 +22,6 @@ export interface Migration {
 export type Migrations = Record<string, Migration>
 
 export type ResponseFormat = 'json' | 'xml' | 'csv'
-export const responseFormats: readonly ResponseFormat[] = ['json', 'xml', 'csv']
 
 /** An ACL entry (interface 2.2) as the kernel holds it. */
 export interface AclEntry {

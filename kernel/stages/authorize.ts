@@ -24,10 +24,6 @@ export function secureTransport(trustedProxies: ReadonlySet<string>) {
   }
 }
 
-export function schemeOf(isSecure: (request: IncomingMessage) => boolean, request: IncomingMessage): 'HTTPS' | 'HTTP' {
-  return isSecure(request) ? 'HTTPS' : 'HTTP'
-}
-
 /** ACL (against the canonical route path, D1) and HTTPS (key or entry Require_Https) - 403 each. */
 export function authorizeStage(isSecure: (request: IncomingMessage) => boolean): Stage {
   return {

@@ -1,6 +1,6 @@
 import type { Stage } from '../pipeline.ts'
 import { ApiError } from '../errors.ts'
-import { rateLimitHeaders, type RateLimits } from '../rateLimits.ts'
+import type { RateLimits } from '../rateLimits.ts'
 
 /** D7: one point per call in each MaxHits window; 429 with Retry-After when any is spent. */
 export function rateLimitStage(rateLimits: RateLimits): Stage {
@@ -18,5 +18,3 @@ export function rateLimitStage(rateLimits: RateLimits): Stage {
     },
   }
 }
-
-export { rateLimitHeaders }
