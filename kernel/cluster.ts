@@ -8,7 +8,7 @@ import cluster, { type Worker } from 'node:cluster'
 import { RateLimiterRes } from 'rate-limiter-flexible'
 import { MemoryWindowLimiter, type LimiterFactory, type WindowLimiter } from './rateLimits.ts'
 
-export type Invalidation = { kind: 'partition'; partition: string } | { kind: 'key'; keyId: number }
+export type Invalidation = { kind: 'partition'; partition: string } | { kind: 'key'; keyId: number } | { kind: 'access' }
 
 /** A worker's line to its siblings. */
 export interface ClusterLink {

@@ -153,6 +153,8 @@ export interface KernelServices {
   readonly keys: {
     /** A key was edited or disabled: forget its auth record and its cached answers now. */
     changed(keyId: number): void
+    /** ACL entries or groups changed: forget every loaded key and access profile now. */
+    accessChanged(): void
   }
   readonly callLog: {
     /** A call's record, including one still waiting in the write queue; keyId must match. */

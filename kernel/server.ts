@@ -90,6 +90,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   // Applied here, and on every sibling worker in cluster mode.
   const invalidate = (invalidation: Invalidation) => {
     if (invalidation.kind === 'partition') return cache.invalidate(invalidation.partition)
+    if (invalidation.kind === 'access') return keys.forgetAll()
     keys.forget(invalidation.keyId)
     cache.invalidate(`key:${invalidation.keyId}`)
   }
@@ -111,6 +112,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     },
     keys: {
       changed: (keyId) => invalidateEverywhere({ kind: 'key', keyId }),
+      accessChanged: () => invalidateEverywhere({ kind: 'access' }),
     },
     callLog: {
       find: (requestId, keyId) => callLog.find(requestId, keyId),

@@ -21,6 +21,7 @@ t.test('Require_Https over plain HTTP and behind a trusted proxy', (t) =>
     t.equal((await service.call('GET', '/Probe/Echo', { key: httpsKey, headers: { 'x-forwarded-proto': 'https, http' } })).status, 403, 'the nearest proxy (last value) decides')
 
     await service.kernel.database.db.updateTable('api_acl').set({ require_https: 1 }).where('path', '=', '/Probe/Echo').execute()
+    service.kernel.services.keys.accessChanged()
     const plainKey = await insertKey(service, { require_https: 0 })
     t.equal((await service.call('GET', '/Probe/Echo', { key: plainKey })).status, 403, "the entry's Require_Https applies to a key without it")
     t.equal((await service.call('GET', '/Probe/Deep/Level/Three', { key: plainKey })).status, 200, 'other entries are unaffected')

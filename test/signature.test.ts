@@ -46,7 +46,8 @@ t.test('signatures on the wire', (t) =>
       const methods: HashMethod[] = [1, 2, 3, 4, 5]
       for (const method of methods) {
         await db.updateTable('api_acl').set({ require_hash: method }).where('path', '=', '/Probe/Echo').execute()
-        const key = await insertKey(service) // a fresh key loads the ACL as it is now
+        service.kernel.services.keys.accessChanged()
+        const key = await insertKey(service)
         for (const used of methods) {
           const status = (await service.call('GET', '/Probe/Echo', { key, hashMethod: used })).status
           t.equal(status, used === method ? 200 : 401, `entry requires ${method}, client used ${used}`)
@@ -56,6 +57,7 @@ t.test('signatures on the wire', (t) =>
         if (method !== 5) t.equal((await service.call('GET', '/Probe/Echo', { key: overridden, hashMethod: method })).status, 401, 'entry method refused under override')
       }
       await db.updateTable('api_acl').set({ require_hash: 0 }).where('path', '=', '/Probe/Echo').execute()
+      service.kernel.services.keys.accessChanged()
       const anyMethod = await insertKey(service)
       for (const used of methods) t.equal((await service.call('GET', '/Probe/Echo', { key: anyMethod, hashMethod: used })).status, 200, `Require_Hash 0 accepts method ${used}`)
     })

@@ -2,6 +2,7 @@ import { chmodSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { Kysely, MysqlDialect, SqliteDialect, sql, type CreateTableBuilder, type Insertable } from 'kysely'
 import SQLite from 'better-sqlite3'
+import { LRUCache } from 'lru-cache'
 import { createPool } from 'mysql2'
 import type { CoreTables } from './coreTables.ts'
 
@@ -32,7 +33,23 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   file.pragma('synchronous = NORMAL')
   file.pragma('busy_timeout = 5000')
   file.pragma('foreign_keys = ON')
-  const db = new Kysely<CoreTables>({ dialect: new SqliteDialect({ database: file }) })
+  // Kysely prepares every query it runs; each prepared statement holds native memory
+  // that only a garbage collection gives back. Keeping them by SQL text prepares each
+  // query shape once and keeps that memory bounded. (Kysely runs one statement at a
+  // time per connection and we use no streaming, so a statement is never shared mid-use.)
+  const statements = new LRUCache<string, SQLite.Statement>({ max: 1000 })
+  const database = {
+    prepare(text: string) {
+      let statement = statements.get(text)
+      if (statement === undefined) {
+        statement = file.prepare(text)
+        statements.set(text, statement)
+      }
+      return statement
+    },
+    close: () => file.close(),
+  }
+  const db = new Kysely<CoreTables>({ dialect: new SqliteDialect({ database }) })
   // Prepared once per table and column list; identifiers are ours, values are bound.
   const inserters = new Map<string, (rows: readonly Record<string, unknown>[]) => void>()
   const inserterFor = (table: string, columns: string[]) => {
