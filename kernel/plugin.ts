@@ -149,6 +149,11 @@ export interface KernelServices {
     invalidate(partition: string): void
     /** The partition of everything cached for one key; dropped when that key changes. */
     keyPartition(keyId: number): string
+    /**
+     * A value kept in `partition` until it is invalidated or `ttlSeconds` pass, computed
+     * on first use (e.g. a listing's Total, shared by all its pages).
+     */
+    remember<T>(partition: string, name: string, ttlSeconds: number, compute: () => Promise<T>): Promise<T>
   }
   readonly keys: {
     /** A key was edited or disabled: forget its auth record and its cached answers now. */

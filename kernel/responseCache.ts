@@ -15,6 +15,7 @@ export interface CachedAnswer {
 export class ResponseCache {
   private readonly entries: LRUCache<string, CachedAnswer>
   private readonly generations = new Map<string, number>()
+  private readonly values = new LRUCache<string, { value: unknown }>({ max: 10_000 })
 
   constructor(maxEntries: number, maxBytes: number) {
     this.entries = new LRUCache({
@@ -36,6 +37,20 @@ export class ResponseCache {
 
   set(key: string, answer: CachedAnswer, ttlSeconds: number): void {
     this.entries.set(key, answer, { ttl: ttlSeconds * 1000 })
+  }
+
+  /**
+   * A value worth keeping between calls (a listing's Total, say), in the same partitions
+   * as the answers, so the same invalidation drops it. A value computed across an
+   * invalidation is stored under the old generation and never read.
+   */
+  async remember<T>(partition: string, name: string, ttlSeconds: number, compute: () => Promise<T>): Promise<T> {
+    const key = `${partition}\u0000${this.generations.get(partition) ?? 0}\u0000${name}`
+    const known = this.values.get(key)
+    if (known) return known.value as T
+    const value = await compute()
+    this.values.set(key, { value }, { ttl: ttlSeconds * 1000 })
+    return value
   }
 
   invalidate(partition: string): void {

@@ -109,6 +109,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     cache: {
       invalidate: (partition) => invalidateEverywhere({ kind: 'partition', partition }),
       keyPartition: (keyId) => `key:${keyId}`,
+      remember: (partition, name, ttlSeconds, compute) => cache.remember(partition, name, ttlSeconds, compute),
     },
     keys: {
       changed: (keyId) => invalidateEverywhere({ kind: 'key', keyId }),

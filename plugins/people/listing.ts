@@ -145,15 +145,22 @@ export interface ListingAnswer {
 /** Which people a listing ranges over before its filter. */
 export type ListingSet = 'missing photo' | 'current' | 'current and deleted'
 
-export async function runListing(db: PeopleDb, scope: Scope, set: ListingSet, plan: ListingPlan): Promise<ListingAnswer> {
+/** Keeps a listing's Total between calls (the kernel's partitioned memo); `name` says which listing. */
+export type TotalMemo = (name: string, count: () => Promise<number>) => Promise<number>
+
+export async function runListing(db: PeopleDb, scope: Scope, set: ListingSet, plan: ListingPlan, rememberTotal: TotalMemo): Promise<ListingAnswer> {
   let query = db.selectFrom('people').where(inScope(scope))
   if (set !== 'current and deleted') query = query.where('deleted', '=', 0)
   if (set === 'missing photo') query = query.where('has_photo', '=', 0)
   for (const condition of plan.conditions) {
     query = condition.value === null ? query.where(condition.column, 'is', null) : query.where(condition.column, '=', condition.value)
   }
-  const counted = await query.select((eb) => eb.fn.countAll().as('total')).executeTakeFirstOrThrow()
-  const total = Number(counted.total)
+  // Every page of one listing has the same Total; counting 100,000 rows costs more
+  // than the page itself, so it is counted once until the scope's people change.
+  const total = await rememberTotal(`${set}|${plan.filterText}`, async () => {
+    const counted = await query.select((eb) => eb.fn.countAll().as('total')).executeTakeFirstOrThrow()
+    return Number(counted.total)
+  })
   const pages = Math.max(1, Math.ceil(total / plan.size))
   const answer = { Total: total, Page: `${plan.page} of ${pages}`, Sort: plan.sortText, Filter: plan.filterText }
   // A page past the end is answered like "nothing matches", but keeps the real Total.

@@ -1,11 +1,11 @@
 import { defineRoute, type Call, type CachePolicy, type KernelServices, type Route } from '../../kernel/plugin.ts'
 import { badRequest } from '../../kernel/errors.ts'
 import { columnsFromInput, todayText, type PersonInput } from './fields.ts'
-import { listingRows, planListing, runListing, type ListingAnswer, type ListingParameters, type ListingSet } from './listing.ts'
+import { listingRows, planListing, runListing, type ListingAnswer, type ListingParameters, type ListingSet, type TotalMemo } from './listing.ts'
 import { changePerson, createPerson, findPerson, setPersonColumns, type ChangedPerson } from './queries.ts'
 import { decodeImage, removeStoredPhoto, storePhoto } from './photos.ts'
 import { finishImport, importBatch, startImport } from './import.ts'
-import { dropCachedListings, listingPartition, scopeOf, type PeopleDb } from './scope.ts'
+import { dropCachedListings, listingPartition, scopeOf, type PeopleDb, type Scope } from './scope.ts'
 import type { PeopleTables } from './tables.ts'
 import * as schemas from './schemas.ts'
 
@@ -32,6 +32,9 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
     ttlSeconds: 3600,
     partition: (call) => listingPartition(scopeOf(call.caller)),
   }
+
+  /** A listing's Total, kept in the same partition as the cached pages (and dropped with them). */
+  const totalMemo = (scope: Scope): TotalMemo => (name, count) => kernel.cache.remember(listingPartition(scope), `total|${name}`, 3600, count)
 
   /** D12: a CSV listing is one row per person, so Total and Page travel in headers. */
   function answerListing(call: Call<any, any>, answer: ListingAnswer): ListingAnswer {
@@ -67,7 +70,8 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
         // Deleted people are listed only when asked: IncludeDeleted, or a filter on Deleted.
         const askedForDeleted = IncludeDeleted === 1 || IncludeDeleted === true || plan.conditions.some((condition) => condition.column === 'deleted')
         const set: ListingSet = askedForDeleted ? 'current and deleted' : 'current'
-        return answerListing(call, await runListing(db, scopeOf(call.caller), set, plan))
+        const scope = scopeOf(call.caller)
+        return answerListing(call, await runListing(db, scope, set, plan, totalMemo(scope)))
       },
     })
   }
@@ -82,7 +86,8 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       csv: listingRows,
       async handler(call) {
         const plan = planListing(call.query, { allowDeletedFilter: false })
-        return answerListing(call, await runListing(db, scopeOf(call.caller), 'missing photo', plan))
+        const scope = scopeOf(call.caller)
+        return answerListing(call, await runListing(db, scope, 'missing photo', plan, totalMemo(scope)))
       },
     }),
     listRoute('/people/read/list'),
