@@ -87,12 +87,13 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   requestIds.resumeAfter(await callLog.lastId())
   callLog.startPurging()
 
+  const keyPartition = (keyId: number) => `key:${keyId}`
   // Applied here, and on every sibling worker in cluster mode.
   const invalidate = (invalidation: Invalidation) => {
     if (invalidation.kind === 'partition') return cache.invalidate(invalidation.partition)
     if (invalidation.kind === 'access') return keys.forgetAll()
     keys.forget(invalidation.keyId)
-    cache.invalidate(`key:${invalidation.keyId}`)
+    cache.invalidate(keyPartition(invalidation.keyId))
   }
   options.cluster?.onInvalidation(invalidate)
   const invalidateEverywhere = (invalidation: Invalidation) => {
@@ -108,7 +109,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     secrets,
     cache: {
       invalidate: (partition) => invalidateEverywhere({ kind: 'partition', partition }),
-      keyPartition: (keyId) => `key:${keyId}`,
+      keyPartition,
       remember: (partition, name, ttlSeconds, compute) => cache.remember(partition, name, ttlSeconds, compute),
     },
     keys: {
