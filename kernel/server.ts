@@ -168,6 +168,14 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     return errorAnswer('Error: Internal error.', 500)
   }
 
+  // Calls still being handled: close() waits for them even when their client has gone,
+  // so no handler runs on against a closed log queue or database.
+  let inFlight = 0
+  let allSettled: (() => void) | null = null
+  const settled = () => {
+    if (--inFlight === 0 && allSettled) allSettled()
+  }
+
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = request.url ?? '/'
     const queryAt = url.indexOf('?')
@@ -177,21 +185,26 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       return send(response, notFound, null)
     }
     const exchange = new Exchange(request, response, mounted, basePathLength, clock())
-    let answer: Answer
+    inFlight++
     try {
-      await runPipeline(stages, exchange)
-      answer = exchange.answer!
-    } catch (error) {
-      answer = failure(error)
-      if (answer.status === 413) response.setHeader('Connection', 'close')
+      let answer: Answer
+      try {
+        await runPipeline(stages, exchange)
+        answer = exchange.answer!
+      } catch (error) {
+        answer = failure(error)
+        if (answer.status === 413) response.setHeader('Connection', 'close')
+      }
+      if (exchange.requestId !== 0) {
+        // A full log queue makes the call wait (backpressure) instead of losing its record.
+        const room = callLog.admit()
+        if (room) await room
+        logCall(exchange, answer.status, answer.body, exchange.format)
+      }
+      send(response, answer, exchange)
+    } finally {
+      settled()
     }
-    if (exchange.requestId !== 0) {
-      // A full log queue makes the call wait (backpressure) instead of losing its record.
-      const room = callLog.admit()
-      if (room) await room
-      logCall(exchange, answer.status, answer.body, exchange.format)
-    }
-    send(response, answer, exchange)
   }
 
   const serverOptions = {
@@ -247,6 +260,12 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
           // In-flight calls get their time; a client that never lets go does not hold us up.
           setTimeout(() => server.closeAllConnections(), config.timeouts.requestMs).unref()
         })
+        if (inFlight > 0) {
+          await new Promise<void>((resolve) => {
+            allSettled = resolve
+            setTimeout(resolve, config.timeouts.requestMs).unref()
+          })
+        }
         await callLog.close()
         for (const plugin of plugins) await plugin.close?.()
         await database.close()

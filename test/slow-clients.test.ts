@@ -8,6 +8,7 @@ import { startService } from './helpers/service.ts'
 import { probePlugin } from './helpers/probePlugin.ts'
 import { freePort } from './helpers/freePort.ts'
 import { signedHeaders } from '../kernel/signature.ts'
+import SQLite from 'better-sqlite3'
 
 /** Resolves with the ms until the server closed the socket, and what it sent. */
 function closedAfter(socket: Socket): Promise<{ ms: number; data: string }> {
@@ -120,4 +121,28 @@ t.test('10,000 idle keep-alive connections (service in its own process)', async 
   t.ok(closed.every(({ ms }) => ms < 15_000), 'the server closes idle sockets by itself (headersTimeout)')
   child.kill('SIGTERM')
   t.equal(await new Promise((resolve) => child.once('exit', resolve)), 0)
+})
+
+t.test('close() waits for a call whose client has gone, and keeps its record', async (t) => {
+  let release: () => void = () => undefined
+  const gate = new Promise<void>((resolve) => (release = resolve))
+  const slowPlugin = {
+    name: 'slow',
+    defaultGroups: [{ name: 'Slow', paths: [{ path: '/Slow', displayName: 'slow' }] }],
+    setup: () => [{ method: 'GET' as const, path: '/Slow', xml: { root: 'Slow' }, handler: async () => { await gate; return { Done: 1 } } }],
+  }
+  const service = await startService(t, { kind: 'sqlite', plugins: [slowPlugin] })
+  const abort = new AbortController()
+  const gone = fetch(`${service.base}/Slow`, { headers: signedHeaders(service.admin, 'GET', '/Slow'), signal: abort.signal }).catch(() => 'aborted')
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  abort.abort()
+  t.equal(await gone, 'aborted')
+  const closing = service.stop()
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  release()
+  await closing
+  const file = new SQLite(join(service.config.dataDir, 'keygate.sqlite'), { readonly: true })
+  const row = file.prepare("select count(*) as calls from api_log where api_function = '/Slow'").get() as { calls: number }
+  file.close()
+  t.equal(row.calls, 1, 'the abandoned call still has its log record')
 })
