@@ -4,8 +4,9 @@
  * server answering a small JSON body, so every figure is also a ratio to that ceiling.
  *
  * Environment: BENCH_SECONDS (10), BENCH_CONNECTIONS (50), BENCH_PEOPLE (100000),
- * BENCH_KEYS (1000000), BENCH_ONLY (comma-separated scenario names), BENCH_OUT
- * (bench-results/latest.json). Every request is signed (the signature is reused
+ * BENCH_KEYS (1000000), BENCH_ONLY (comma-separated scenario names: acl, acl-log2, log,
+ * create, people, people-uncached, keys), BENCH_OUT (bench-results/latest.json),
+ * BENCH_SERVICE_NODE_OPTIONS (node flags for the service process only). Every request is signed (the signature is reused
  * within one second, as a real client may).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -88,6 +89,8 @@ async function startService(dataDir: string, extraEnv: Record<string, string> = 
   const port = await freePort()
   const env: Record<string, string> = { ...(process.env as Record<string, string>), PORT: String(port), DATA_DIR: dataDir, BODY_LIMIT: String(16 * 1024 * 1024), ...extraEnv }
   if (databaseUrl) env.DATABASE_URL = databaseUrl
+  // Node flags for the service alone (e.g. --max-old-space-size=256), not for autocannon.
+  if (process.env.BENCH_SERVICE_NODE_OPTIONS) env.NODE_OPTIONS = process.env.BENCH_SERVICE_NODE_OPTIONS
   const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'kernel/main.ts')], { env, stdio: ['ignore', 'pipe', 'inherit'], cwd: root })
   await waitForLine(child, /listening on/)
   return { base: `http://127.0.0.1:${port}/v1.0`, child, port }
