@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startService } from './helpers/service.ts'
 import { probePlugin } from './helpers/probePlugin.ts'
+import type { Plugin } from '../kernel/plugin.ts'
 import { freePort } from './helpers/freePort.ts'
 import { signedHeaders } from '../kernel/signature.ts'
 import SQLite from 'better-sqlite3'
@@ -67,14 +68,20 @@ t.test('slow and abusive clients are cut off; others are still served', async (t
   t.equal((await service.call('GET', '/Probe/Echo')).status, 200, 'still answering')
 })
 
-t.test('close() finishes in-flight calls, then stops', async (t) => {
+/** A plugin whose one route, GET /Slow, answers only when the test calls release(). */
+function gatedPlugin(): { slowPlugin: Plugin; release: () => void } {
   let release: () => void = () => undefined
   const gate = new Promise<void>((resolve) => (release = resolve))
-  const slowPlugin = {
+  const slowPlugin: Plugin = {
     name: 'slow',
     defaultGroups: [{ name: 'Slow', paths: [{ path: '/Slow', displayName: 'slow' }] }],
-    setup: () => [{ method: 'GET' as const, path: '/Slow', xml: { root: 'Slow' }, handler: async () => { await gate; return { Done: 1 } } }],
+    setup: () => [{ method: 'GET', path: '/Slow', xml: { root: 'Slow' }, handler: async () => { await gate; return { Done: 1 } } }],
   }
+  return { slowPlugin, release }
+}
+
+t.test('close() finishes in-flight calls, then stops', async (t) => {
+  const { slowPlugin, release } = gatedPlugin()
   const service = await startService(t, { kind: 'sqlite', plugins: [slowPlugin] })
   const inFlight = service.call('GET', '/Slow')
   await new Promise((resolve) => setTimeout(resolve, 100))
@@ -124,13 +131,7 @@ t.test('10,000 idle keep-alive connections (service in its own process)', async 
 })
 
 t.test('close() waits for a call whose client has gone, and keeps its record', async (t) => {
-  let release: () => void = () => undefined
-  const gate = new Promise<void>((resolve) => (release = resolve))
-  const slowPlugin = {
-    name: 'slow',
-    defaultGroups: [{ name: 'Slow', paths: [{ path: '/Slow', displayName: 'slow' }] }],
-    setup: () => [{ method: 'GET' as const, path: '/Slow', xml: { root: 'Slow' }, handler: async () => { await gate; return { Done: 1 } } }],
-  }
+  const { slowPlugin, release } = gatedPlugin()
   const service = await startService(t, { kind: 'sqlite', plugins: [slowPlugin] })
   const abort = new AbortController()
   const gone = fetch(`${service.base}/Slow`, { headers: signedHeaders(service.admin, 'GET', '/Slow'), signal: abort.signal }).catch(() => 'aborted')
