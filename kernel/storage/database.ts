@@ -147,3 +147,18 @@ export function isStoreOutage(error: unknown): boolean {
   const message = (error as Error)?.message ?? ''
   return /Pool is closed|connect ECONNREFUSED|Connection lost|Can't add new command when connection is in closed state|closed state/.test(message)
 }
+
+/**
+ * Runs `work` (one transaction) again when MySQL picks it as a deadlock victim, as it
+ * may when several writes race on one unique index entry. That is neither the client's
+ * fault nor an outage; the rerun meets the committed row and answers as usual.
+ */
+export async function retryOnDeadlock<T>(work: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work()
+    } catch (error) {
+      if (attempt >= attempts || (error as { code?: string })?.code !== 'ER_LOCK_DEADLOCK') throw error
+    }
+  }
+}

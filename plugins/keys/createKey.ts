@@ -1,12 +1,11 @@
 import type { Call, KernelServices } from '../../kernel/plugin.ts'
 import { issueKey } from '../../kernel/keyIssuer.ts'
-import { isUniqueViolation } from '../../kernel/storage/database.ts'
+import { isUniqueViolation, retryOnDeadlock } from '../../kernel/storage/database.ts'
 import { badRequest } from '../../kernel/errors.ts'
 import type { CreateKeyBody } from './schemas.ts'
 import { keyColumns, nameTaken } from './keyInput.ts'
 import { resolveTenant } from './tenantScope.ts'
 import { checkedGroupIds } from './groupRules.ts'
-import { retryOnDeadlock } from './deadlockRetry.ts'
 import { keyAnswer, type KeyAnswer } from './keyAnswer.ts'
 
 /**

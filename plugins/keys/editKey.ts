@@ -1,12 +1,11 @@
 import type { Call, KernelServices } from '../../kernel/plugin.ts'
-import { isUniqueViolation } from '../../kernel/storage/database.ts'
+import { isUniqueViolation, retryOnDeadlock } from '../../kernel/storage/database.ts'
 import { badRequest, notFound } from '../../kernel/errors.ts'
 import type { EditKeyBody } from './schemas.ts'
 import { keyColumns, nameTaken } from './keyInput.ts'
 import { resolveTenant } from './tenantScope.ts'
 import { checkedGroupIds } from './groupRules.ts'
 import { editableKey, keyIdByApiKey, replaceKeyGroups } from './keyQueries.ts'
-import { retryOnDeadlock } from './deadlockRetry.ts'
 import { keyAnswer, type KeyAnswer } from './keyAnswer.ts'
 
 // One text for "no such key" and "not yours" (interface 4.2, D6): no key's existence leaks.
