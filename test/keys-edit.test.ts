@@ -5,9 +5,8 @@
  */
 import t, { type Test } from 'tap'
 import { forEachDatabase, startService, type DatabaseKind, type Service } from './helpers/service.ts'
-import { createGroup } from '../kernel/bootstrap.ts'
 import type { KeyFields } from '../kernel/keyIssuer.ts'
-import { groupNamed, insertKey } from './helpers/keys.ts'
+import { insertKey, keyTestGroups } from './helpers/keys.ts'
 import type { SigningKey } from '../kernel/signature.ts'
 import { httpDate } from '../kernel/apiDate.ts'
 
@@ -26,16 +25,7 @@ async function editFixture(t: Test, kind: DatabaseKind): Promise<EditFixture> {
   // Near the real time, so x-apidate (signed with the real clock) stays inside the window.
   const clock = { now: Math.floor(Date.now() / 1000) * 1000 }
   const service = await startService(t, { kind, clock: () => clock.now })
-  const { db } = service.kernel.database
-  const named = (name: string) => groupNamed(service, name)
-  const groups = {
-    keyAdmin: await named('Key administration'),
-    aclReader: await named('Access list reader'),
-    people: await createGroup(db, { name: 'People readers', paths: [{ path: '/People/Read/*', displayName: 'Read people' }] }),
-    reports: await createGroup(db, { name: 'Reports', paths: [{ path: '/Report/Read/Daily', displayName: 'Daily report' }] }),
-  }
-  await db.insertInto('api_key_groups').values([groups.people, groups.reports].map((group_id) => ({ key_id: service.admin.id, group_id }))).execute()
-  service.kernel.services.keys.changed(service.admin.id)
+  const groups = await keyTestGroups(service)
   let serial = 0
   const fixture: EditFixture = {
     service,

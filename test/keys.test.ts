@@ -4,9 +4,8 @@
  */
 import t, { type Test } from 'tap'
 import { forEachDatabase, startService, type DatabaseKind, type Service } from './helpers/service.ts'
-import { createGroup } from '../kernel/bootstrap.ts'
 import type { KeyFields } from '../kernel/keyIssuer.ts'
-import { groupNamed, insertKey } from './helpers/keys.ts'
+import { insertKey, keyTestGroups } from './helpers/keys.ts'
 import type { SigningKey } from '../kernel/signature.ts'
 import { httpDate } from '../kernel/apiDate.ts'
 
@@ -22,18 +21,8 @@ interface KeysFixture {
 /** A service whose root admin also holds two plain groups and one that allows key creation by wildcard. */
 async function keysFixture(t: Test, kind: DatabaseKind): Promise<KeysFixture> {
   const service = await startService(t, { kind })
-  const { db } = service.kernel.database
-  const named = (name: string) => groupNamed(service, name)
-  const groups = {
-    keyAdmin: await named('Key administration'),
-    aclReader: await named('Access list reader'),
-    people: await createGroup(db, { name: 'People readers', paths: [{ path: '/People/Read/*', displayName: 'Read people' }] }),
-    reports: await createGroup(db, { name: 'Reports', paths: [{ path: '/Report/Read/Daily', displayName: 'Daily report' }] }),
-    // Covers /Api/Create/Key through a wildcard: it allows key creation, so it is never assignable.
-    wildcard: await createGroup(db, { name: 'All of Api', paths: [{ path: '/Api/*', displayName: 'Everything under /Api' }] }),
-  }
-  await db.insertInto('api_key_groups').values([groups.people, groups.reports, groups.wildcard].map((group_id) => ({ key_id: service.admin.id, group_id }))).execute()
-  service.kernel.services.keys.changed(service.admin.id)
+  // Covers /Api/Create/Key through a wildcard: it allows key creation, so it is never assignable.
+  const groups = await keyTestGroups(service, { wildcard: { name: 'All of Api', paths: [{ path: '/Api/*', displayName: 'Everything under /Api' }] } })
   return {
     service,
     groups,
