@@ -1,6 +1,6 @@
 import type { Stage } from '../pipeline.ts'
 import type { Exchange } from '../exchange.ts'
-import type { KeyDirectory } from '../keyDirectory.ts'
+import type { AuthRecord, KeyDirectory } from '../keyDirectory.ts'
 import type { RateLimits } from '../rateLimits.ts'
 import type { RequestIds } from '../requestId.ts'
 import type { CallerKey } from '../plugin.ts'
@@ -36,13 +36,13 @@ const unknownKey = 'Unknown or inactive API key.'
 export function authenticateStage(deps: AuthenticateDependencies): Stage {
   const { keys, rateLimits, requestIds, daySecret, clock } = deps
 
-  async function checkDayCode(exchange: Exchange, caller: CallerKey, code: string | undefined, now: number) {
+  async function checkDayCode(caller: CallerKey, code: string | undefined): Promise<void> {
     const blockedMs = await rateLimits.dayCodeBlocked(caller)
     if (blockedMs > 0) {
       throw new ApiError('TOO_MANY_REQUESTS', 'Error: Too many wrong day codes; try again later.', { 'Retry-After': String(Math.ceil(blockedMs / 1000)) })
     }
     if (code === undefined) throw unauthorized('This call needs the day code (x-apitoday).')
-    if (!verifyDayCode(daySecret, code, now)) {
+    if (!verifyDayCode(daySecret, code, clock())) {
       await rateLimits.dayCodeFailed(caller)
       // A wrong guess also spends the key's own MaxHits (D5).
       await rateLimits.consume(caller)
@@ -50,17 +50,19 @@ export function authenticateStage(deps: AuthenticateDependencies): Stage {
     }
   }
 
-  async function loadAndVerify(exchange: Exchange, apiKey: string): Promise<void> {
-    const record = keys.cached(apiKey) ?? (await keys.load(apiKey))
+  /** A caller is established: the request id is assigned (after the day code, where one is needed). */
+  function admit(exchange: Exchange, record: AuthRecord | false): void | Promise<void> {
     verify(exchange, record)
     const caller = exchange.caller
     if (exchange.mounted.route.dayCode || caller.dayPass === 1) {
-      await checkDayCode(exchange, caller, exchange.credentials!.apiToday, clock())
+      return checkDayCode(caller, exchange.credentials!.apiToday).then(() => {
+        exchange.requestId = requestIds.next()
+      })
     }
     exchange.requestId = requestIds.next()
   }
 
-  function verify(exchange: Exchange, record: Awaited<ReturnType<KeyDirectory['load']>>): void {
+  function verify(exchange: Exchange, record: AuthRecord | false): void {
     if (!record) throw unauthorized(unknownKey)
     const caller = record.caller
     const now = clock()
@@ -103,14 +105,10 @@ export function authenticateStage(deps: AuthenticateDependencies): Stage {
           exchange.requestId = requestIds.next()
         })
       }
-      const record = keys.cached(credentials.apiKey)
-      const caller = record ? record.caller : null
-      if (record === undefined || (caller && (exchange.mounted.route.dayCode || caller.dayPass === 1))) {
-        return loadAndVerify(exchange, credentials.apiKey)
-      }
       // The common case stays synchronous: a cached key, no day code.
-      verify(exchange, record)
-      exchange.requestId = requestIds.next()
+      const record = keys.cached(credentials.apiKey)
+      if (record === undefined) return keys.load(credentials.apiKey).then((loaded) => admit(exchange, loaded))
+      return admit(exchange, record)
     },
   }
 }
