@@ -3,9 +3,13 @@ import type { TLSSocket } from 'node:tls'
 import type { Stage } from '../pipeline.ts'
 import { forbidden } from '../errors.ts'
 
-function peerAddress(request: IncomingMessage): string {
-  const address = request.socket.remoteAddress ?? ''
+/** An IPv4 address as such, not in its IPv4-mapped IPv6 spelling (`::ffff:127.0.0.1`). */
+export function plainAddress(address: string): string {
   return address.startsWith('::ffff:') ? address.slice(7) : address
+}
+
+export function peerAddress(request: IncomingMessage): string {
+  return plainAddress(request.socket.remoteAddress ?? '')
 }
 
 /**
@@ -37,5 +41,3 @@ export function authorizeStage(isSecure: (request: IncomingMessage) => boolean):
     },
   }
 }
-
-export { peerAddress }

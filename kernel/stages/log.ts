@@ -1,7 +1,7 @@
 import type { Config } from '../config.ts'
 import type { CallLog, LogRow } from '../callLog.ts'
 import type { Exchange } from '../exchange.ts'
-import { peerAddress } from './authorize.ts'
+import { peerAddress, plainAddress } from './authorize.ts'
 import type { IncomingMessage } from 'node:http'
 
 const credentialHeaders = new Set(['authorization', 'x-apikey', 'x-apidate', 'x-apihmac', 'x-apitoday'])
@@ -77,7 +77,7 @@ export function callLogger(callLog: CallLog, config: Config, isSecure: (request:
       request_time: exchange.startedAt,
       http_host: medium ? (request.headers.host ?? null) : null,
       server_name: medium ? serverName : null,
-      server_addr: medium ? (socket.localAddress?.replace(/^::ffff:/, '') ?? null) : null,
+      server_addr: medium && socket.localAddress ? plainAddress(socket.localAddress) : null,
       server_port: medium ? (socket.localPort ?? null) : null,
       remote_addr: peerAddress(request),
       request_scheme: medium ? (isSecure(request) ? 'HTTPS' : 'HTTP') : null,
