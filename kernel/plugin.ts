@@ -1,18 +1,18 @@
 /**
- * The plugin contract. A plugin is a folder `plugins/<name>/` whose index exports a
- * `Plugin`: its migrations, the default ACL groups it brings, and a `setup` that
- * receives the kernel's services and returns its routes. Plugins talk to the kernel
- * only through `KernelServices`, never to each other.
+ * The plugin contract. A plugin is a folder (`plugins/<name>/`, or any folder or npm
+ * package named in config `plugins`) whose index exports a `Plugin`: its migrations,
+ * the default ACL groups it brings, and a `setup` that receives the kernel's services
+ * and returns its routes. Plugins import only `kernel/sdk.ts`, talk to the kernel only
+ * through `KernelServices`, and never to each other.
  */
 import type { IncomingHttpHeaders } from 'node:http'
 import type { Kysely } from 'kysely'
-import type { Config } from './config.ts'
-import type { CoreTables } from './storage/coreTables.ts'
+import type { Config } from './boot/config.ts'
 import type { Dialect } from './storage/database.ts'
-import type { SecretBox } from './secrets.ts'
-import type { RateWindow } from './maxHits.ts'
-import type { AclMatcher } from './aclPath.ts'
-import type { HashMethod } from './signature.ts'
+import type { RateWindow } from './limits/maxHits.ts'
+import type { AclMatcher } from './auth/aclPath.ts'
+import type { HashMethod } from './auth/signature.ts'
+import type { KeyAdministration } from './auth/keyAdministration.ts'
 
 export interface Migration {
   /** `dialect` says which engine runs it, for the few column types that differ. */
@@ -138,13 +138,20 @@ export interface WindowStatus {
   resetAt: number
 }
 
+/**
+ * A plugin's database handle: no table of the kernel's is on it (keys, groups, ACL and
+ * the log are the kernel's, reached through its services); a plugin types its own
+ * tables with `kernel.db.withTables<MyTables>()`.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export type PluginDatabase = Kysely<{}>
+
 /** What the kernel lends its plugins. */
 export interface KernelServices {
   readonly config: Config
   readonly dialect: Dialect
-  readonly db: Kysely<CoreTables>
+  readonly db: PluginDatabase
   readonly clock: () => number
-  readonly secrets: SecretBox
   readonly cache: {
     invalidate(partition: string): void
     /** The partition of everything cached for one key; dropped when that key changes. */
@@ -155,12 +162,8 @@ export interface KernelServices {
      */
     remember<T>(partition: string, name: string, ttlSeconds: number, compute: () => Promise<T>): Promise<T>
   }
-  readonly keys: {
-    /** A key was edited or disabled: forget its auth record and its cached answers now. */
-    changed(keyId: number): void
-    /** ACL entries or groups changed: forget every loaded key and access profile now. */
-    accessChanged(): void
-  }
+  /** Keys, their groups and ACL: created, edited and read only through here; caches follow by themselves. */
+  readonly keys: KeyAdministration
   readonly callLog: {
     /** A call's record, including one still waiting in the write queue; keyId must match. */
     find(requestId: number, keyId: number): Promise<(LogRecord & { Id: number }) | undefined>

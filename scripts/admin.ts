@@ -8,14 +8,14 @@
  * A running server sees ACL and group changes within `cache.keyTtlSeconds` (60 s).
  */
 import { parseArgs } from 'node:util'
-import { loadConfig, ConfigError } from '../kernel/config.ts'
-import { createKernel, type Kernel } from '../kernel/server.ts'
-import { dayCodeAt, dayCodeUri } from '../kernel/dayCode.ts'
-import { createGroup, readSetting } from '../kernel/bootstrap.ts'
-import { issueKey } from '../kernel/keyIssuer.ts'
-import { aclPathProblem } from '../kernel/aclPath.ts'
+import { loadConfig, ConfigError } from '../kernel/boot/config.ts'
+import { createKernel, type Kernel } from '../kernel/http/server.ts'
+import { dayCodeAt, dayCodeUri } from '../kernel/auth/dayCode.ts'
+import { createGroup, readSetting } from '../kernel/boot/bootstrap.ts'
+import { issueKey } from '../kernel/auth/keyIssuer.ts'
+import { aclPathProblem } from '../kernel/auth/aclPath.ts'
 import { isUniqueViolation } from '../kernel/storage/database.ts'
-import { httpDate } from '../kernel/apiDate.ts'
+import { httpDate } from '../kernel/auth/apiDate.ts'
 
 const usage = `usage: npm run --silent admin -- <command>
   daycode [--uri]                                   the current day code (x-apitoday)
@@ -78,7 +78,7 @@ async function run(kernel: Kernel, words: string[], options: Record<string, stri
     const rootId = await readSetting(db, 'root_key_id')
     const groups = rootId === undefined ? [] : await db.selectFrom('api_key_groups').select('group_id').where('key_id', '=', Number(rootId)).execute()
     try {
-      const key = await issueKey(db, kernel.services.secrets, now, { display_name: options.name, parent, custno, require_https: 0 }, groups.map((group) => Number(group.group_id)))
+      const key = await issueKey(db, kernel.secrets, now, { display_name: options.name, parent, custno, require_https: 0 }, groups.map((group) => Number(group.group_id)))
       return { Id: key.id, Api_Key: key.apiKey, Api_Secret: key.secret }
     } catch (error) {
       if (isUniqueViolation(error)) throw new UsageError(`Display Name '${options.name}' is already defined for parent ${parent}`)

@@ -16,12 +16,12 @@ import { cpus, tmpdir, totalmem } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
-import { signedHeaders, type SigningKey } from '../kernel/signature.ts'
+import { signedHeaders, type SigningKey } from '../kernel/auth/signature.ts'
 import { openDatabase } from '../kernel/storage/database.ts'
-import { loadMasterKey, SecretBox } from '../kernel/secrets.ts'
-import { newKeyCredentials } from '../kernel/keyIssuer.ts'
-import { dayCodeAt } from '../kernel/dayCode.ts'
-import { loadDaySecret } from '../kernel/bootstrap.ts'
+import { loadMasterKey, SecretBox } from '../kernel/auth/secrets.ts'
+import { newKeyCredentials } from '../kernel/auth/keyIssuer.ts'
+import { dayCodeAt } from '../kernel/auth/dayCode.ts'
+import { loadDaySecret } from '../kernel/boot/bootstrap.ts'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const seconds = Number(process.env.BENCH_SECONDS ?? 10)
@@ -91,7 +91,7 @@ async function startService(dataDir: string, extraEnv: Record<string, string> = 
   if (databaseUrl) env.DATABASE_URL = databaseUrl
   // Node flags for the service alone (e.g. --max-old-space-size=256), not for autocannon.
   if (process.env.BENCH_SERVICE_NODE_OPTIONS) env.NODE_OPTIONS = process.env.BENCH_SERVICE_NODE_OPTIONS
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'kernel/main.ts')], { env, stdio: ['ignore', 'pipe', 'inherit'], cwd: root })
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'kernel/boot/main.ts')], { env, stdio: ['ignore', 'pipe', 'inherit'], cwd: root })
   await waitForLine(child, /listening on/)
   return { base: `http://127.0.0.1:${port}/v1.0`, child, port }
 }

@@ -8,8 +8,8 @@
 import { parseArgs } from 'node:util'
 import { readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { signedHeaders } from '../kernel/signature.ts'
-import { loadConfig } from '../kernel/config.ts'
+import { signedHeaders } from '../kernel/auth/signature.ts'
+import { loadConfig } from '../kernel/boot/config.ts'
 
 const usage = `usage: npm run --silent call -- METHOD PATH [--body JSON] [--today CODE] [--key-file FILE] [--base URL] [--header 'Name: value']...`
 

@@ -12,9 +12,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { createConnection } from 'mysql2/promise'
-import { loadConfig } from '../kernel/config.ts'
-import { createKernel } from '../kernel/server.ts'
-import { signedHeaders, type SigningKey } from '../kernel/signature.ts'
+import { loadConfig } from '../kernel/boot/config.ts'
+import { createKernel } from '../kernel/http/server.ts'
+import { signedHeaders, type SigningKey } from '../kernel/auth/signature.ts'
 
 const argument = (name: string) => {
   const at = process.argv.indexOf(`--${name}`)

@@ -1,10 +1,10 @@
 import t from 'tap'
-import { compileAclPath, aclPathProblem } from '../kernel/aclPath.ts'
+import { compileAclPath, aclPathProblem } from '../kernel/auth/aclPath.ts'
 import { forEachDatabase, startService } from './helpers/service.ts'
 import { probePlugin } from './helpers/probePlugin.ts'
 import { insertKey } from './helpers/keys.ts'
-import { createGroup } from '../kernel/bootstrap.ts'
-import { signedHeaders } from '../kernel/signature.ts'
+import { createGroup } from '../kernel/boot/bootstrap.ts'
+import { signedHeaders } from '../kernel/auth/signature.ts'
 import { request } from 'node:http'
 
 function exactPathStatus(port: number, path: string, headers: Record<string, string>): Promise<number> {

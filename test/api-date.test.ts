@@ -1,5 +1,5 @@
 import t from 'tap'
-import { parseApiDate, dateWithinWindow } from '../kernel/apiDate.ts'
+import { parseApiDate, dateWithinWindow } from '../kernel/auth/apiDate.ts'
 import { forEachDatabase, startService } from './helpers/service.ts'
 import { probePlugin } from './helpers/probePlugin.ts'
 import { insertKey } from './helpers/keys.ts'

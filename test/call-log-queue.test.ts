@@ -5,7 +5,7 @@
  */
 import t from 'tap'
 import type { Kysely } from 'kysely'
-import { CallLog, type LogRow } from '../kernel/callLog.ts'
+import { CallLog, type LogRow } from '../kernel/callLog/callLog.ts'
 import type { CoreTables } from '../kernel/storage/coreTables.ts'
 
 class HeldStore {

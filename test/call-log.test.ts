@@ -6,7 +6,7 @@
 import t from 'tap'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
 import { insertKey } from './helpers/keys.ts'
-import { CallLog } from '../kernel/callLog.ts'
+import { CallLog } from '../kernel/callLog/callLog.ts'
 
 const declaredFields = [
   'RequestTime', 'Http_Host', 'Server_Name', 'Server_Addr', 'Server_Port', 'Remote_Addr', 'Request_Scheme',

@@ -4,14 +4,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { freePort } from './helpers/freePort.ts'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { signedHeaders, type SigningKey } from '../kernel/signature.ts'
+import { signedHeaders, type SigningKey } from '../kernel/auth/signature.ts'
 
 t.test('WORKERS=2: limits, cache invalidation and read-your-writes hold across workers', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'keygate-cluster-'))
   const port = await freePort()
   const env = { ...process.env, DATA_DIR: dataDir, PORT: String(port), WORKERS: '2' }
   delete (env as Record<string, string | undefined>).DATABASE_URL
-  const service = spawn(process.execPath, ['--import', 'tsx', 'kernel/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const service = spawn(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
   t.teardown(() => {
     if (service.exitCode === null) service.kill('SIGKILL')
     rmSync(dataDir, { recursive: true, force: true })

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { loadConfig, ConfigError } from '../kernel/config.ts'
+import { loadConfig, ConfigError } from '../kernel/boot/config.ts'
 
 t.test('defaults, file, environment, in that order', async (t) => {
   const config = loadConfig({}, {})
@@ -52,7 +52,7 @@ t.test('a bad setting names itself', async (t) => {
 })
 
 t.test('npm start with a bad setting stops with one line and a non-zero exit', async (t) => {
-  const result = spawnSync(process.execPath, ['--import', 'tsx', 'kernel/main.ts'], { env: { ...process.env, PORT: '-1' }, encoding: 'utf8', timeout: 30_000 })
+  const result = spawnSync(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { env: { ...process.env, PORT: '-1' }, encoding: 'utf8', timeout: 30_000 })
   t.equal(result.status, 1)
   t.equal(result.stderr.trim().split('\n').length, 1)
   t.match(result.stderr, /^keygate: invalid setting port: must be >= 0/)

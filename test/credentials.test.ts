@@ -1,7 +1,7 @@
 import t from 'tap'
 import { connect } from 'node:net'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
-import { signedHeaders } from '../kernel/signature.ts'
+import { signedHeaders } from '../kernel/auth/signature.ts'
 
 /** Sends raw request bytes, so repeated header lines reach the server exactly as written. */
 function rawRequest(port: number, lines: string[]): Promise<{ status: number; text: string }> {

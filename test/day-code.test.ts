@@ -1,5 +1,5 @@
 import t from 'tap'
-import { dayCodeAt, verifyDayCode, hotp, base32, dayCodeUri } from '../kernel/dayCode.ts'
+import { dayCodeAt, verifyDayCode, hotp, base32, dayCodeUri } from '../kernel/auth/dayCode.ts'
 import { forEachDatabase, startService } from './helpers/service.ts'
 import { probePlugin } from './helpers/probePlugin.ts'
 import { insertKey } from './helpers/keys.ts'

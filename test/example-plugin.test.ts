@@ -4,10 +4,8 @@
  * write that drops the cache. Mounted directly with startService({ plugins: [...] }).
  */
 import t from 'tap'
-import { defineRoute, type Plugin } from '../kernel/plugin.ts'
-import { portableTable } from '../kernel/storage/database.ts'
-import { notFound } from '../kernel/errors.ts'
-import { issueKey } from '../kernel/keyIssuer.ts'
+import { defineRoute, notFound, portableTable, type Plugin } from '../kernel/sdk.ts'
+import { issueKey } from '../kernel/auth/keyIssuer.ts'
 import { forEachDatabase, startService } from './helpers/service.ts'
 
 // 1. The plugin's tables, typed for Kysely.
@@ -110,7 +108,7 @@ t.test('a tiny example plugin mounted by the kernel', (t) =>
 
     const db = service.kernel.database.db
     const groups = await db.selectFrom('api_key_groups').select('group_id').where('key_id', '=', service.admin.id).execute()
-    const other = await issueKey(db, service.kernel.services.secrets, Date.now(), {
+    const other = await issueKey(db, service.kernel.secrets, Date.now(), {
       display_name: 'Other tenant', parent: 2, custno: 0, require_https: 0, response_format: 'json',
     }, groups.map((group) => Number(group.group_id)))
     const key = { apiKey: other.apiKey, secret: other.secret }

@@ -7,7 +7,7 @@ import { request } from 'node:https'
 import { forEachDatabase, startService } from './helpers/service.ts'
 import { probePlugin } from './helpers/probePlugin.ts'
 import { insertKey } from './helpers/keys.ts'
-import { signedHeaders } from '../kernel/signature.ts'
+import { signedHeaders } from '../kernel/auth/signature.ts'
 
 t.test('Require_Https over plain HTTP and behind a trusted proxy', (t) =>
   forEachDatabase(t, async (t, kind) => {

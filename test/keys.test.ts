@@ -4,10 +4,10 @@
  */
 import t, { type Test } from 'tap'
 import { forEachDatabase, startService, type DatabaseKind, type Service } from './helpers/service.ts'
-import type { KeyFields } from '../kernel/keyIssuer.ts'
+import type { KeyFields } from '../kernel/auth/keyIssuer.ts'
 import { insertKey, keyTestGroups } from './helpers/keys.ts'
-import type { SigningKey } from '../kernel/signature.ts'
-import { httpDate } from '../kernel/apiDate.ts'
+import type { SigningKey } from '../kernel/auth/signature.ts'
+import { httpDate } from '../kernel/auth/apiDate.ts'
 
 interface KeysFixture {
   service: Service

@@ -4,8 +4,8 @@
  * the database plays no part in counting.
  */
 import t from 'tap'
-import { parseMaxHits, formatMaxHits, MaxHitsError } from '../kernel/maxHits.ts'
-import { RateLimits, inMemoryLimiters } from '../kernel/rateLimits.ts'
+import { parseMaxHits, formatMaxHits, MaxHitsError } from '../kernel/limits/maxHits.ts'
+import { RateLimits, inMemoryLimiters } from '../kernel/limits/rateLimits.ts'
 import type { CallerKey } from '../kernel/plugin.ts'
 import { startService } from './helpers/service.ts'
 import { insertKey } from './helpers/keys.ts'

@@ -1,5 +1,5 @@
 /**
- * SIGTERM of the real process (`node --import tsx kernel/main.ts`) under load: it exits
+ * SIGTERM of the real process (`node --import tsx kernel/boot/main.ts`) under load: it exits
  * 0 and every call that got an answer has its row in api_log.
  */
 import t from 'tap'
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import SQLite from 'better-sqlite3'
-import { signedHeaders } from '../kernel/signature.ts'
+import { signedHeaders } from '../kernel/auth/signature.ts'
 import { freePort } from './helpers/freePort.ts'
 
 const repository = resolve(dirname(fileURLToPath(import.meta.url)), '..')
@@ -21,7 +21,7 @@ t.test('SIGTERM under load: exit 0, no answered call without its record', async 
   const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, PLUGINS: 'acl,log', NODE_ID: '3' }
   delete env.DATABASE_URL
   delete env.CONFIG_FILE
-  const child = spawn(process.execPath, ['--import', 'tsx', 'kernel/main.ts'], { cwd: repository, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { cwd: repository, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   child.stdout.on('data', (chunk) => (output += chunk))
   child.stderr.on('data', (chunk) => (output += chunk))

@@ -3,7 +3,7 @@ import { createHmac } from 'node:crypto'
 import { forEachDatabase, startService } from './helpers/service.ts'
 import { probePlugin } from './helpers/probePlugin.ts'
 import { insertKey } from './helpers/keys.ts'
-import { sign, stringToSign, signedHeaders, type HashMethod } from '../kernel/signature.ts'
+import { sign, stringToSign, signedHeaders, type HashMethod } from '../kernel/auth/signature.ts'
 
 t.test('the worked example of the README', async (t) => {
   const toSign = stringToSign('GET', '/Api/Read/Acl', 'Sun, 22 Nov 2026 08:49:37 GMT', '')

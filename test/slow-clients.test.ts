@@ -8,7 +8,7 @@ import { startService } from './helpers/service.ts'
 import { probePlugin } from './helpers/probePlugin.ts'
 import type { Plugin } from '../kernel/plugin.ts'
 import { freePort } from './helpers/freePort.ts'
-import { signedHeaders } from '../kernel/signature.ts'
+import { signedHeaders } from '../kernel/auth/signature.ts'
 import SQLite from 'better-sqlite3'
 
 /** Resolves with the ms until the server closed the socket, and what it sent. */
@@ -101,7 +101,7 @@ t.test('close() finishes in-flight calls, then stops', async (t) => {
 t.test('10,000 idle keep-alive connections (service in its own process)', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'keygate-idle-'))
   const port = await freePort()
-  const child = spawn(process.execPath, ['--import', 'tsx', 'kernel/main.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], {
     env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: '' },
     stdio: ['ignore', 'pipe', 'inherit'],
   })

@@ -1,4 +1,4 @@
-import { defineRoute, type Plugin } from '../../kernel/plugin.ts'
+import { defineRoute, type Plugin } from '../../kernel/sdk.ts'
 
 /**
  * The ACL plugin: GET /Api/Read/Acl (interface 4.3), the entries that apply to the

@@ -1,7 +1,4 @@
-import type { Call, KernelServices } from '../../kernel/plugin.ts'
-import { issueKey } from '../../kernel/keyIssuer.ts'
-import { isUniqueViolation, retryOnDeadlock } from '../../kernel/storage/database.ts'
-import { badRequest } from '../../kernel/errors.ts'
+import { badRequest, isUniqueViolation, type Call, type KernelServices } from '../../kernel/sdk.ts'
 import type { CreateKeyBody } from './schemas.ts'
 import { keyColumns, nameTaken } from './keyInput.ts'
 import { resolveTenant } from './tenantScope.ts'
@@ -17,7 +14,7 @@ export async function createKey(kernel: KernelServices, call: Call<CreateKeyBody
   const { body, caller } = call
   const columns = keyColumns(body)
   const tenant = resolveTenant(caller, body.Defaults, { parent: caller.parent, custno: caller.custno })
-  const groupIds = await checkedGroupIds(kernel.db, caller.id, body.GroupId)
+  const groupIds = await checkedGroupIds(kernel, caller.id, body.GroupId)
   const now = kernel.clock()
   // StartDate "often equals the creation date" (interface 2.1): that is its default.
   const startDate = columns.start_date ?? now
@@ -26,16 +23,14 @@ export async function createKey(kernel: KernelServices, call: Call<CreateKeyBody
   }
   const displayName = body.Display_Name
   try {
-    const issued = await retryOnDeadlock(() =>
-      issueKey(kernel.db, kernel.secrets, now, {
-        ...columns,
-        display_name: displayName,
-        start_date: startDate,
-        parent: tenant.parent,
-        custno: tenant.custno,
-        created_by: caller.id,
-      }, groupIds),
-    )
+    const issued = await kernel.keys.create({
+      ...columns,
+      display_name: displayName,
+      start_date: startDate,
+      parent: tenant.parent,
+      custno: tenant.custno,
+      created_by: caller.id,
+    }, groupIds)
     return keyAnswer(issued.id, issued.apiKey, issued.secret, displayName, columns.max_hits ?? null)
   } catch (error) {
     if (isUniqueViolation(error)) throw nameTaken(displayName)

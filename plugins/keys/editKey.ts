@@ -1,11 +1,8 @@
-import type { Call, KernelServices } from '../../kernel/plugin.ts'
-import { isUniqueViolation, retryOnDeadlock } from '../../kernel/storage/database.ts'
-import { badRequest, notFound } from '../../kernel/errors.ts'
+import { badRequest, isUniqueViolation, notFound, type Call, type KernelServices, type KeyChanges } from '../../kernel/sdk.ts'
 import type { EditKeyBody } from './schemas.ts'
 import { keyColumns, nameTaken } from './keyInput.ts'
 import { resolveTenant } from './tenantScope.ts'
 import { checkedGroupIds } from './groupRules.ts'
-import { editableKey, keyIdByApiKey, replaceKeyGroups } from './keyQueries.ts'
 import { keyAnswer, type KeyAnswer } from './keyAnswer.ts'
 
 // One text for "no such key" and "not yours" (interface 4.2, D6): no key's existence leaks.
@@ -19,7 +16,7 @@ const keyNotFound = () => notFound('Key not found.')
 async function namedKeyId(kernel: KernelServices, body: EditKeyBody): Promise<number> {
   if (body.KeyId === undefined && body.ApiKey === undefined) throw badRequest('KeyId or ApiKey is required.')
   if (body.ApiKey === undefined) return body.KeyId!
-  const byApiKey = await keyIdByApiKey(kernel.db, body.ApiKey)
+  const byApiKey = await kernel.keys.idByApiKey(body.ApiKey)
   if (body.KeyId !== undefined && byApiKey !== body.KeyId) throw badRequest('KeyId and ApiKey do not name the same key.')
   if (byApiKey === undefined) throw keyNotFound()
   return byApiKey
@@ -27,7 +24,7 @@ async function namedKeyId(kernel: KernelServices, body: EditKeyBody): Promise<nu
 
 /**
  * POST /Api/Edit/Key (interface 4.2): changes only the given fields, all or nothing in
- * one transaction; then the key's cached auth record and cached answers are dropped,
+ * one transaction. The kernel drops the key's cached auth record and answers itself,
  * so the change (a group less, a disable) holds from the very next call.
  */
 export async function editKey(kernel: KernelServices, call: Call<EditKeyBody>): Promise<KeyAnswer> {
@@ -35,28 +32,22 @@ export async function editKey(kernel: KernelServices, call: Call<EditKeyBody>): 
   // Everything that depends only on the body is checked before any key is looked up.
   const columns = keyColumns(body)
   const keyId = await namedKeyId(kernel, body)
-  const groupIds = body.GroupId === undefined ? undefined : await checkedGroupIds(kernel.db, caller.id, body.GroupId)
-  const now = kernel.clock()
-
-  const edited = await retryOnDeadlock(() =>
-    kernel.db.transaction().execute(async (trx) => {
-      const row = await editableKey(trx, kernel.dialect, keyId, caller.id)
-      if (!row) throw keyNotFound()
-      const changes = { ...columns, updated_at: now }
+  const groupIds = body.GroupId === undefined ? undefined : await checkedGroupIds(kernel, caller.id, body.GroupId)
+  let edited
+  try {
+    edited = await kernel.keys.edit(keyId, caller.id, (current) => {
+      const changes: KeyChanges = { ...columns }
       if (body.Defaults !== undefined) {
-        const tenant = resolveTenant(caller, body.Defaults, { parent: Number(row.parent), custno: Number(row.custno) })
+        const tenant = resolveTenant(caller, body.Defaults, { parent: Number(current.parent), custno: Number(current.custno) })
         Object.assign(changes, { parent: tenant.parent, custno: tenant.custno })
       }
-      try {
-        await trx.updateTable('api_keys').set(changes).where('id', '=', keyId).execute()
-      } catch (error) {
-        if (isUniqueViolation(error)) throw nameTaken(columns.display_name ?? row.display_name)
-        throw error
-      }
-      if (groupIds !== undefined) await replaceKeyGroups(trx, keyId, groupIds)
-      return { ...row, ...changes }
-    }),
-  )
-  kernel.keys.changed(keyId)
-  return keyAnswer(keyId, edited.api_key, kernel.secrets.open(edited.secret_enc, edited.api_key), edited.display_name, edited.max_hits ?? null)
+      return changes
+    }, groupIds)
+  } catch (error) {
+    if (isUniqueViolation(error)) throw nameTaken(columns.display_name ?? body.Display_Name ?? '')
+    throw error
+  }
+  if (!edited) throw keyNotFound()
+  const { record, secret } = edited
+  return keyAnswer(keyId, record.api_key, secret, record.display_name, record.max_hits ?? null)
 }

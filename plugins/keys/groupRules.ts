@@ -1,17 +1,9 @@
-import type { Kysely } from 'kysely'
-import type { CoreTables } from '../../kernel/storage/coreTables.ts'
-import { compileAclPath } from '../../kernel/aclPath.ts'
-import { badRequest } from '../../kernel/errors.ts'
+import { badRequest, compileAclPath, type GroupRecord, type KernelServices } from '../../kernel/sdk.ts'
 
 /** The route whose ACL coverage makes a group "allow key creation" (D9). */
 export const createKeyPath = '/Api/Create/Key'
 
-/** The group record of GET/POST /Api/Read/Groups (D9). */
-export interface GroupRecord {
-  Id: number
-  Display_Name: string
-  Paths: string[]
-}
+export type { GroupRecord }
 
 const groupIdListProblem = 'GroupId must be a group id, a comma-separated list of group ids, or an array of group ids.'
 
@@ -41,28 +33,8 @@ export function allowsKeyCreation(paths: readonly string[]): boolean {
  * the database rather than the cached auth record, so an operator's change of the
  * caller's groups counts at once.
  */
-export async function assignableGroups(db: Kysely<CoreTables>, callerKeyId: number): Promise<GroupRecord[]> {
-  const rows = await db
-    .selectFrom('api_key_groups as kg')
-    .innerJoin('api_groups as g', 'g.id', 'kg.group_id')
-    .leftJoin('api_group_acl as ga', 'ga.group_id', 'g.id')
-    .leftJoin('api_acl as a', 'a.id', 'ga.acl_id')
-    .select(['g.id as groupId', 'g.display_name as groupName', 'a.path as path'])
-    .where('kg.key_id', '=', callerKeyId)
-    .orderBy('g.id')
-    .orderBy('a.id')
-    .execute()
-  const byId = new Map<number, GroupRecord>()
-  for (const row of rows) {
-    const groupId = Number(row.groupId)
-    let group = byId.get(groupId)
-    if (!group) {
-      group = { Id: groupId, Display_Name: row.groupName, Paths: [] }
-      byId.set(groupId, group)
-    }
-    if (row.path !== null) group.Paths.push(row.path)
-  }
-  return [...byId.values()].filter((group) => !allowsKeyCreation(group.Paths))
+export async function assignableGroups(kernel: KernelServices, callerKeyId: number): Promise<GroupRecord[]> {
+  return (await kernel.keys.groupsOf(callerKeyId)).filter((group) => !allowsKeyCreation(group.Paths))
 }
 
 /**
@@ -70,9 +42,9 @@ export async function assignableGroups(db: Kysely<CoreTables>, callerKeyId: numb
  * not exist and one the caller may not assign get the same answer: no hint of what
  * other groups there are.
  */
-export async function checkedGroupIds(db: Kysely<CoreTables>, callerKeyId: number, groupIdInput: number | string | number[]): Promise<number[]> {
+export async function checkedGroupIds(kernel: KernelServices, callerKeyId: number, groupIdInput: number | string | number[]): Promise<number[]> {
   const requested = parseGroupIds(groupIdInput)
-  const assignable = new Set((await assignableGroups(db, callerKeyId)).map((group) => group.Id))
+  const assignable = new Set((await assignableGroups(kernel, callerKeyId)).map((group) => group.Id))
   for (const groupId of requested) {
     if (!assignable.has(groupId)) {
       throw badRequest(`GroupId ${groupId} is not a group you may assign (see GET /Api/Read/Groups).`)

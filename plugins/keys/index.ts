@@ -1,4 +1,4 @@
-import type { Plugin } from '../../kernel/plugin.ts'
+import type { Plugin } from '../../kernel/sdk.ts'
 import { keyRoutes } from './routes.ts'
 
 /**

@@ -1,13 +1,9 @@
-import type { Updateable } from 'kysely'
-import type { CoreTables } from '../../kernel/storage/coreTables.ts'
-import { badRequest } from '../../kernel/errors.ts'
-import { parseInputDate } from '../../kernel/apiDate.ts'
-import { MaxHitsError, formatMaxHits, parseMaxHits } from '../../kernel/maxHits.ts'
+import { badRequest, formatMaxHits, MaxHitsError, parseInputDate, parseMaxHits, type KeyChanges } from '../../kernel/sdk.ts'
 import type { KeyFieldsInput } from './schemas.ts'
 
 /** The api_keys columns a create or edit body sets (group and tenant columns apart). */
 export type KeyColumns = Pick<
-  Updateable<CoreTables['api_keys']>,
+  KeyChanges,
   'display_name' | 'email' | 'phone' | 'start_date' | 'end_date' | 'day_pass' | 'require_https' | 'allow_hours' | 'response_format' | 'log_level' | 'log_raw' | 'max_hits' | 'require_hash'
 >
 

@@ -1,7 +1,5 @@
-import type { Call, KernelServices } from '../../kernel/plugin.ts'
-import { httpDate } from '../../kernel/apiDate.ts'
+import { httpDate, type Call, type KernelServices, type KeyRecord } from '../../kernel/sdk.ts'
 import { assignableGroups, type GroupRecord } from './groupRules.ts'
-import { keysCreatedBy, type KeyRow } from './keyQueries.ts'
 
 /** One key of GET /Api/Read/Keys: its fields as create/edit take them, never its secret. */
 export interface KeyListing {
@@ -32,11 +30,11 @@ export interface KeyListing {
 const nullableNumber = (value: number | null) => (value === null ? null : Number(value))
 const nullableDate = (value: number | null) => (value === null ? null : httpDate(Number(value)))
 
-export function isActive(row: Pick<KeyRow, 'start_date' | 'end_date'>, now: number): boolean {
+export function isActive(row: Pick<KeyRecord, 'start_date' | 'end_date'>, now: number): boolean {
   return (row.start_date === null || Number(row.start_date) <= now) && (row.end_date === null || now < Number(row.end_date))
 }
 
-function keyListing(row: KeyRow, groups: KeyListing['Groups'], now: number): KeyListing {
+function keyListing(row: KeyRecord, groups: KeyListing['Groups'], now: number): KeyListing {
   return {
     Id: Number(row.id),
     Api_Key: row.api_key,
@@ -63,12 +61,12 @@ function keyListing(row: KeyRow, groups: KeyListing['Groups'], now: number): Key
 
 /** GET /Api/Read/Keys: the keys the caller's key created (interface 4.6). */
 export async function readKeys(kernel: KernelServices, call: Call): Promise<KeyListing[]> {
-  const { keys, groups } = await keysCreatedBy(kernel.db, call.caller.id)
+  const { keys, groups } = await kernel.keys.createdBy(call.caller.id)
   const now = kernel.clock()
   return keys.map((row) => keyListing(row, groups.get(Number(row.id)) ?? [], now))
 }
 
 /** GET/POST /Api/Read/Groups: the groups the caller may assign (D9). */
 export function readGroups(kernel: KernelServices, call: Call<unknown>): Promise<GroupRecord[]> {
-  return assignableGroups(kernel.db, call.caller.id)
+  return assignableGroups(kernel, call.caller.id)
 }

@@ -1,4 +1,4 @@
-import { defineRoute, type KernelServices, type Route } from '../../kernel/plugin.ts'
+import { defineRoute, type KernelServices, type Route } from '../../kernel/sdk.ts'
 import { createKeyBodySchema, editKeyBodySchema, readGroupsBodySchema, type CreateKeyBody, type EditKeyBody } from './schemas.ts'
 import { createKey } from './createKey.ts'
 import { editKey } from './editKey.ts'

@@ -1,5 +1,4 @@
-import type { CallerKey } from '../../kernel/plugin.ts'
-import { badRequest } from '../../kernel/errors.ts'
+import { badRequest, type CallerKey } from '../../kernel/sdk.ts'
 
 export interface TenantScope {
   parent: number

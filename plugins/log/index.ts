@@ -1,6 +1,4 @@
-import { defineRoute, type CallerKey, type KernelServices, type Plugin, type WindowStatus } from '../../kernel/plugin.ts'
-import { badRequest, notFound } from '../../kernel/errors.ts'
-import { httpDate, parseInputDate } from '../../kernel/apiDate.ts'
+import { badRequest, defineRoute, httpDate, notFound, parseInputDate, type CallerKey, type KernelServices, type Plugin, type WindowStatus } from '../../kernel/sdk.ts'
 
 /**
  * The call-log plugin (interface 2.3, 4.4, 4.6; D7, D8): a key reads the log record of

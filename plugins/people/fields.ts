@@ -1,5 +1,5 @@
 import type { Selectable, Updateable } from 'kysely'
-import { httpDate, parseInputDate } from '../../kernel/apiDate.ts'
+import { httpDate, parseInputDate } from '../../kernel/sdk.ts'
 import type { PeopleTable } from './tables.ts'
 
 /**

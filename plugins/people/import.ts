@@ -1,9 +1,6 @@
 import Papa from 'papaparse'
-import { Ajv } from 'ajv'
 import type { Insertable } from 'kysely'
-import { badRequest, notFound } from '../../kernel/errors.ts'
-import { isUniqueViolation } from '../../kernel/storage/database.ts'
-import { describeSchemaError } from '../../kernel/stages/parseInput.ts'
+import { badRequest, isUniqueViolation, notFound, schemaCheck } from '../../kernel/sdk.ts'
 import { columnsFromInput, editableFields, personFieldProperties, recordColumns, todayText, type PersonColumns, type PersonInput, type RecordRow } from './fields.ts'
 import { custnoFor } from './queries.ts'
 import { inScope, type PeopleDb, type Scope } from './scope.ts'
@@ -27,8 +24,7 @@ const rowsPerStatement = 500
 
 // Import rows are checked by the plugin, not the route schema, so one bad row rejects
 // that row instead of the whole batch. Compiled once, at load.
-const rowAjv = new Ajv({ allErrors: false, strict: false })
-const checkRow = rowAjv.compile({ type: 'object', additionalProperties: false, properties: personFieldProperties })
+const checkRow = schemaCheck({ type: 'object', additionalProperties: false, properties: personFieldProperties })
 
 const importFieldNames = [...editableFields.map((field) => field.name), 'Custno']
 const importFieldByLowerName = new Map(importFieldNames.map((name) => [name.toLowerCase(), name]))
@@ -122,7 +118,8 @@ interface GoodRow {
 function checkSentRow(sent: SentRow, scope: Scope): GoodRow | string {
   if (sent.problem) return sent.problem
   if (sent.fields === null || typeof sent.fields !== 'object' || Array.isArray(sent.fields)) return 'The row is not an object.'
-  if (!checkRow(sent.fields)) return describeSchemaError(checkRow.errors![0], 'body')
+  const problem = checkRow(sent.fields)
+  if (problem !== null) return problem
   const input = sent.fields as PersonInput
   const custno = custnoFor(scope, input.Custno)
   if (typeof custno === 'string') return custno

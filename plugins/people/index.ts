@@ -1,4 +1,4 @@
-import type { Plugin } from '../../kernel/plugin.ts'
+import type { Plugin } from '../../kernel/sdk.ts'
 import { peopleMigrations } from './migrations.ts'
 import { peopleRoutes } from './routes.ts'
 

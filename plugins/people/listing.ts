@@ -1,4 +1,4 @@
-import { badRequest } from '../../kernel/errors.ts'
+import { badRequest } from '../../kernel/sdk.ts'
 import { personRecord, recordColumns, type PersonRecord } from './fields.ts'
 import { inScope, type PeopleDb, type Scope } from './scope.ts'
 import type { PeopleTable } from './tables.ts'

@@ -1,6 +1,5 @@
 import type { Kysely } from 'kysely'
-import type { Migrations } from '../../kernel/plugin.ts'
-import { portableTable, type Dialect } from '../../kernel/storage/database.ts'
+import { portableTable, type Dialect, type Migrations } from '../../kernel/sdk.ts'
 
 /** A table with the kernel's portable options (utf8mb4 + binary collation on MySQL). */
 function createTable(db: Kysely<any>, dialect: Dialect, name: string) {

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import { badRequest } from '../../kernel/errors.ts'
+import { badRequest } from '../../kernel/sdk.ts'
 import type { Scope } from './scope.ts'
 
 /**

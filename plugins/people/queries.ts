@@ -1,5 +1,4 @@
-import { isUniqueViolation } from '../../kernel/storage/database.ts'
-import { badRequest, notFound } from '../../kernel/errors.ts'
+import { badRequest, isUniqueViolation, notFound } from '../../kernel/sdk.ts'
 import { columnsFromInput, personRecord, recordColumns, type PersonColumns, type PersonInput, type PersonRecord, type RecordRow } from './fields.ts'
 import { inScope, type PeopleDb, type Scope } from './scope.ts'
 

@@ -1,5 +1,4 @@
-import { defineRoute, type Call, type CachePolicy, type KernelServices, type Route } from '../../kernel/plugin.ts'
-import { badRequest } from '../../kernel/errors.ts'
+import { badRequest, defineRoute, type CachePolicy, type Call, type KernelServices, type Route } from '../../kernel/sdk.ts'
 import { columnsFromInput, todayText, type PersonInput } from './fields.ts'
 import { listingRows, planListing, runListing, type ListingAnswer, type ListingParameters, type ListingSet, type TotalMemo } from './listing.ts'
 import { changePerson, createPerson, findPerson, setPersonColumns, type ChangedPerson } from './queries.ts'

@@ -1,10 +1,9 @@
 import type { ExpressionBuilder, Kysely } from 'kysely'
-import type { CoreTables } from '../../kernel/storage/coreTables.ts'
-import type { CallerKey, KernelServices } from '../../kernel/plugin.ts'
+import type { CallerKey, KernelServices } from '../../kernel/sdk.ts'
 import type { PeopleTables } from './tables.ts'
 
-/** The kernel's tables and ours: what `kernel.db.withTables<PeopleTables>()` gives. */
-export type PeopleDatabase = CoreTables & PeopleTables
+/** Our tables: what `kernel.db.withTables<PeopleTables>()` gives. */
+export type PeopleDatabase = PeopleTables
 export type PeopleDb = Kysely<PeopleDatabase>
 
 /**

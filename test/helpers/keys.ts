@@ -1,8 +1,8 @@
 /** Keys made straight in the store, for tests that need a particular key before or beside the keys plugin. */
-import { issueKey, type KeyFields } from '../../kernel/keyIssuer.ts'
-import type { SigningKey } from '../../kernel/signature.ts'
+import { issueKey, type KeyFields } from '../../kernel/auth/keyIssuer.ts'
+import type { SigningKey } from '../../kernel/auth/signature.ts'
 import type { DefaultGroup } from '../../kernel/plugin.ts'
-import { createGroup } from '../../kernel/bootstrap.ts'
+import { createGroup } from '../../kernel/boot/bootstrap.ts'
 import type { Service } from './service.ts'
 
 export type TestKey = SigningKey & { id: number }
@@ -28,7 +28,7 @@ export async function insertKey(
   groupIds?: number[],
   now = Date.now(),
 ): Promise<TestKey> {
-  const issued = await issueKey(service.kernel.database.db, service.kernel.services.secrets, now, {
+  const issued = await issueKey(service.kernel.database.db, service.kernel.secrets, now, {
     display_name: `key ${Math.random().toString(36).slice(2)}`,
     parent: 1,
     custno: 0,

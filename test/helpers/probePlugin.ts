@@ -1,5 +1,5 @@
 /** A small plugin for kernel tests: routes that echo what the kernel handed them. */
-import { defineRoute, type Plugin } from '../../kernel/plugin.ts'
+import { defineRoute, type Plugin } from '../../kernel/sdk.ts'
 
 export const probePlugin: Plugin = {
   name: 'probe',
@@ -22,8 +22,8 @@ export const probePlugin: Plugin = {
       path: '/Probe/Count',
       xml: { root: 'Count' },
       handler: async () => {
-        const row = await kernel.db.selectFrom('api_keys').select((eb) => eb.fn.countAll<number>().as('keys')).executeTakeFirstOrThrow()
-        return { Keys: Number(row.keys) }
+        const { keys } = await kernel.keys.createdBy(0)
+        return { Keys: keys.length }
       },
     }),
     defineRoute({ method: 'GET', path: '/Probe/Echo', xml: { root: 'Echo' }, handler: (call) => ({ Key: call.caller.displayName, Acl: call.acl?.path ?? null }) }),

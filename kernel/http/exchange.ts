@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ValidateFunction } from 'ajv'
-import type { AclEntry, Call, CallerKey, ResponseFormat, Route } from './plugin.ts'
-import type { Credentials } from './credentials.ts'
-import type { AuthRecord } from './keyDirectory.ts'
-import type { RateDecision } from './rateLimits.ts'
+import type { AclEntry, Call, CallerKey, ResponseFormat, Route } from '../plugin.ts'
+import type { Credentials } from '../auth/credentials.ts'
+import type { AuthRecord } from '../auth/keyDirectory.ts'
+import type { RateDecision } from '../limits/rateLimits.ts'
 
 /** A plugin route as mounted: its validators compiled once at start. */
 export interface MountedRoute {

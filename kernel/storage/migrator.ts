@@ -1,6 +1,6 @@
 import { Migrator, type Kysely, type MigrationProvider } from 'kysely'
-import type { Migrations } from './plugin.ts'
-import type { Dialect } from './storage/database.ts'
+import type { Migrations } from '../plugin.ts'
+import type { Dialect } from './database.ts'
 
 /**
  * Applies one owner's migrations (the kernel's, or one plugin's) with their own

@@ -1,6 +1,6 @@
 import type { Stage } from '../pipeline.ts'
 import { ApiError } from '../errors.ts'
-import type { RateLimits } from '../rateLimits.ts'
+import type { RateLimits } from '../../limits/rateLimits.ts'
 
 /** D7: one point per call in each MaxHits window; 429 with Retry-After when any is spent. */
 export function rateLimitStage(rateLimits: RateLimits): Stage {

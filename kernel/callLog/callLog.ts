@@ -1,9 +1,9 @@
 import type { Insertable, Kysely, Selectable } from 'kysely'
-import type { CoreTables } from './storage/coreTables.ts'
-import { isStoreOutage } from './storage/database.ts'
+import type { CoreTables } from '../storage/coreTables.ts'
+import { isStoreOutage } from '../storage/database.ts'
 import { firstIdAt, nodeOfId, timeOfId } from './requestId.ts'
-import { httpDate } from './apiDate.ts'
-import type { LogRecord } from './plugin.ts'
+import { httpDate } from '../auth/apiDate.ts'
+import type { LogRecord } from '../plugin.ts'
 
 export type LogRow = Insertable<CoreTables['api_log']>
 

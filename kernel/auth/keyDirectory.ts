@@ -1,10 +1,10 @@
 import { LRUCache } from 'lru-cache'
 import type { Kysely } from 'kysely'
-import type { CoreTables } from './storage/coreTables.ts'
-import type { AclEntry, CallerKey, ResponseFormat } from './plugin.ts'
+import type { CoreTables } from '../storage/coreTables.ts'
+import type { AclEntry, CallerKey, ResponseFormat } from '../plugin.ts'
 import type { SecretBox } from './secrets.ts'
 import { compileAclPath } from './aclPath.ts'
-import { parseMaxHits, type RateWindow } from './maxHits.ts'
+import { parseMaxHits, type RateWindow } from '../limits/maxHits.ts'
 import type { HashMethod } from './signature.ts'
 
 /**

@@ -1,5 +1,5 @@
-import type { Config } from '../config.ts'
-import type { CallLog, LogRow } from '../callLog.ts'
+import type { Config } from '../../boot/config.ts'
+import type { CallLog, LogRow } from '../../callLog/callLog.ts'
 import type { Exchange } from '../exchange.ts'
 import { peerAddress, plainAddress } from './authorize.ts'
 import type { IncomingMessage } from 'node:http'

@@ -120,7 +120,7 @@ const environmentSettings: Record<string, { path: string[]; type: 'string' | 'in
   WORKERS: { path: ['workers'], type: 'integer' },
 }
 
-const defaultsFile = resolve(dirname(fileURLToPath(import.meta.url)), '../config/defaults.json')
+const defaultsFile = resolve(dirname(fileURLToPath(import.meta.url)), '../../config/defaults.json')
 
 function mergeDeep(target: Record<string, unknown>, source: Record<string, unknown>): Record<string, unknown> {
   for (const [name, value] of Object.entries(source)) {

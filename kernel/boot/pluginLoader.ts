@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import type { Plugin } from './plugin.ts'
+import type { Plugin } from '../plugin.ts'
 
-const pluginsFolder = join(dirname(fileURLToPath(import.meta.url)), '..', 'plugins')
+const pluginsFolder = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'plugins')
 
 /**
  * Loads the enabled plugins by name from `plugins/<name>/index.ts` (its default

@@ -6,9 +6,9 @@
 import cluster from 'node:cluster'
 import { join } from 'node:path'
 import { loadConfig, ConfigError, type Config } from './config.ts'
-import { createKernel, type Kernel } from './server.ts'
+import { createKernel, type Kernel } from '../http/server.ts'
 import { servePrimary, workerLink } from './cluster.ts'
-import type { IssuedKey } from './keyIssuer.ts'
+import type { IssuedKey } from '../auth/keyIssuer.ts'
 
 function announceRootKey(config: Config, root: IssuedKey | null): void {
   if (!root) return

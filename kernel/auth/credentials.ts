@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http'
-import { unauthorized } from './errors.ts'
+import { unauthorized } from '../http/errors.ts'
 
 /** The four credential items of interface 5.1, as sent. */
 export interface Credentials {

@@ -6,7 +6,7 @@
  */
 import cluster, { type Worker } from 'node:cluster'
 import { RateLimiterRes } from 'rate-limiter-flexible'
-import { MemoryWindowLimiter, type LimiterFactory, type WindowLimiter } from './rateLimits.ts'
+import { MemoryWindowLimiter, type LimiterFactory, type WindowLimiter } from '../limits/rateLimits.ts'
 
 export type Invalidation = { kind: 'partition'; partition: string } | { kind: 'key'; keyId: number } | { kind: 'access' }
 

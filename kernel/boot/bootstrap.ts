@@ -1,12 +1,12 @@
 import { writeFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Kysely } from 'kysely'
-import type { CoreTables } from './storage/coreTables.ts'
-import { isUniqueViolation } from './storage/database.ts'
-import type { DefaultGroup, Plugin } from './plugin.ts'
-import type { SecretBox } from './secrets.ts'
-import { newDaySecret } from './dayCode.ts'
-import { issueKey, type IssuedKey } from './keyIssuer.ts'
+import type { CoreTables } from '../storage/coreTables.ts'
+import { isUniqueViolation } from '../storage/database.ts'
+import type { DefaultGroup, Plugin } from '../plugin.ts'
+import type { SecretBox } from '../auth/secrets.ts'
+import { newDaySecret } from '../auth/dayCode.ts'
+import { issueKey, type IssuedKey } from '../auth/keyIssuer.ts'
 
 const rootKeySetting = 'root_key_id'
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Kysely, Insertable } from 'kysely'
-import type { CoreTables } from './storage/coreTables.ts'
+import type { CoreTables } from '../storage/coreTables.ts'
 import type { SecretBox } from './secrets.ts'
 
 /** Prefix that makes our keys recognisable (secret scanners, logs) - D9. */

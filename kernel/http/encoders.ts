@@ -1,6 +1,6 @@
 import { parse as toXml } from 'js2xmlparser'
 import Papa from 'papaparse'
-import type { ResponseFormat, Route } from './plugin.ts'
+import type { ResponseFormat, Route } from '../plugin.ts'
 
 export interface Encoded {
   body: Buffer

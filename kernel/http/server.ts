@@ -2,21 +2,22 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createHttpsServer } from 'node:https'
 import { readFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
-import type { Config } from './config.ts'
-import type { KernelServices, Plugin } from './plugin.ts'
-import { openDatabase, isStoreOutage, type Database } from './storage/database.ts'
-import { coreMigrations } from './storage/coreMigrations.ts'
-import { migrate } from './migrator.ts'
-import { loadMasterKey, SecretBox } from './secrets.ts'
-import { bootstrap, loadDaySecret } from './bootstrap.ts'
-import type { IssuedKey } from './keyIssuer.ts'
-import { loadPlugins } from './pluginLoader.ts'
+import type { Config } from '../boot/config.ts'
+import type { KernelServices, Plugin } from '../plugin.ts'
+import { openDatabase, isStoreOutage, type Database } from '../storage/database.ts'
+import { coreMigrations } from '../storage/coreMigrations.ts'
+import { migrate } from '../storage/migrator.ts'
+import { loadMasterKey, SecretBox } from '../auth/secrets.ts'
+import { KeyAdministration } from '../auth/keyAdministration.ts'
+import { bootstrap, loadDaySecret } from '../boot/bootstrap.ts'
+import type { IssuedKey } from '../auth/keyIssuer.ts'
+import { loadPlugins } from '../boot/pluginLoader.ts'
 import { RouteTable } from './router.ts'
-import { KeyDirectory } from './keyDirectory.ts'
-import { RateLimits, inMemoryLimiters, rateLimitHeaders } from './rateLimits.ts'
-import { RequestIds } from './requestId.ts'
+import { KeyDirectory } from '../auth/keyDirectory.ts'
+import { RateLimits, inMemoryLimiters, rateLimitHeaders } from '../limits/rateLimits.ts'
+import { RequestIds } from '../callLog/requestId.ts'
 import { ResponseCache } from './responseCache.ts'
-import { CallLog } from './callLog.ts'
+import { CallLog } from '../callLog/callLog.ts'
 import { Exchange, type Answer } from './exchange.ts'
 import { runPipeline, type Stage } from './pipeline.ts'
 import { ApiError } from './errors.ts'
@@ -28,7 +29,7 @@ import { parseInputStage } from './stages/parseInput.ts'
 import { cacheLookupStage } from './stages/cache.ts'
 import { handleStage } from './stages/handle.ts'
 import { callLogger } from './stages/log.ts'
-import type { ClusterLink, Invalidation } from './cluster.ts'
+import type { ClusterLink, Invalidation } from '../boot/cluster.ts'
 
 export interface KernelOptions {
   config: Config
@@ -45,6 +46,8 @@ export interface Kernel {
   readonly config: Config
   readonly services: KernelServices
   readonly database: Database
+  /** Seals and opens API secrets under the master key (the operator CLI, tests). */
+  readonly secrets: SecretBox
   /** The root admin key when this start created it (first start), else null. */
   readonly createdRootKey: IssuedKey | null
   readonly daySecret: Buffer
@@ -101,21 +104,21 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     options.cluster?.broadcast(invalidation)
   }
 
+  const keyAdministration = new KeyAdministration(db, dialect, secrets, clock, {
+    key: (keyId) => invalidateEverywhere({ kind: 'key', keyId }),
+    access: () => invalidateEverywhere({ kind: 'access' }),
+  })
   const services: KernelServices = {
     config,
     dialect,
-    db,
+    db: db as unknown as KernelServices['db'],
     clock,
-    secrets,
     cache: {
       invalidate: (partition) => invalidateEverywhere({ kind: 'partition', partition }),
       keyPartition,
       remember: (partition, name, ttlSeconds, compute) => cache.remember(partition, name, ttlSeconds, compute),
     },
-    keys: {
-      changed: (keyId) => invalidateEverywhere({ kind: 'key', keyId }),
-      accessChanged: () => invalidateEverywhere({ kind: 'access' }),
-    },
+    keys: keyAdministration,
     callLog: {
       find: (requestId, keyId) => callLog.find(requestId, keyId),
       history: (keyId, query) => callLog.history(keyId, query),
@@ -236,6 +239,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     config,
     services,
     database,
+    secrets,
     createdRootKey,
     daySecret,
     routes: () => routes.routes().map(({ plugin, route }) => ({ plugin, method: route.method, path: route.path, dayCode: route.dayCode === true, hasBody: route.body !== undefined })),

@@ -1,6 +1,6 @@
 import { RateLimiterRes } from 'rate-limiter-flexible'
 import type { RateWindow } from './maxHits.ts'
-import type { CallerKey, WindowStatus } from './plugin.ts'
+import type { CallerKey, WindowStatus } from '../plugin.ts'
 
 /**
  * What the limiter store must do for one window: the calls rate-limiter-flexible's

@@ -1,7 +1,7 @@
 import FindMyWay from 'find-my-way'
-import { Ajv } from 'ajv'
-import type { Route } from './plugin.ts'
+import type { Route } from '../plugin.ts'
 import type { MountedRoute } from './exchange.ts'
+import { newSchemaCompiler } from './schemas.ts'
 
 /**
  * The route table: find-my-way, case-insensitive (D1), no slash folding, so every
@@ -9,8 +9,8 @@ import type { MountedRoute } from './exchange.ts'
  */
 export class RouteTable {
   private readonly router = FindMyWay({ caseSensitive: false, ignoreTrailingSlash: false, ignoreDuplicateSlashes: false, maxParamLength: 200 })
-  private readonly bodyAjv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: true, strict: false })
-  private readonly queryAjv = new Ajv({ allErrors: false, coerceTypes: true, useDefaults: true, strict: false })
+  private readonly bodyAjv = newSchemaCompiler('body')
+  private readonly queryAjv = newSchemaCompiler('query')
   private readonly mounted: MountedRoute[] = []
 
   constructor(private readonly basePath: string) {}

@@ -1,0 +1,154 @@
+import type { Kysely, Selectable, Updateable } from 'kysely'
+import type { CoreTables } from '../storage/coreTables.ts'
+import { retryOnDeadlock, type Dialect } from '../storage/database.ts'
+import type { SecretBox } from './secrets.ts'
+import { issueKey, type IssuedKey, type KeyFields } from './keyIssuer.ts'
+
+/** A stored key as plugins see it: every column but the sealed secret. */
+export type KeyRecord = Omit<Selectable<CoreTables['api_keys']>, 'secret_enc'>
+
+/** The columns an edit may change (the Api_Key, its secret and the creator stay). */
+export type KeyChanges = Omit<Updateable<CoreTables['api_keys']>, 'id' | 'api_key' | 'secret_enc' | 'created_by' | 'created_at' | 'updated_at'>
+
+/** A group and the ACL paths it grants (D9's group record). */
+export interface GroupRecord {
+  Id: number
+  Display_Name: string
+  Paths: string[]
+}
+
+export type { IssuedKey, KeyFields }
+
+function withoutSecret(row: Selectable<CoreTables['api_keys']>): KeyRecord {
+  const { secret_enc: _sealed, ...record } = row
+  return record
+}
+
+/**
+ * The kernel owns keys, groups and their ACL: plugins change them only through this
+ * service, which drops every cached copy (auth records, access profiles, cached
+ * answers; on every process) itself, so no plugin can forget an invalidation.
+ */
+export class KeyAdministration {
+  constructor(
+    private readonly db: Kysely<CoreTables>,
+    private readonly dialect: Dialect,
+    private readonly secrets: SecretBox,
+    private readonly clock: () => number,
+    private readonly invalidate: { key(keyId: number): void; access(): void },
+  ) {}
+
+  /**
+   * A new key and its groups, in one transaction. A taken Display_Name surfaces as the
+   * database's unique violation (`isUniqueViolation`), with nothing written.
+   */
+  create(fields: KeyFields, groupIds: readonly number[]): Promise<IssuedKey> {
+    return retryOnDeadlock(() => issueKey(this.db, this.secrets, this.clock(), fields, groupIds))
+  }
+
+  /** The id of the key with this Api_Key value, whoever owns it (only compared, never shown). */
+  async idByApiKey(apiKey: string): Promise<number | undefined> {
+    const row = await this.db.selectFrom('api_keys').select('id').where('api_key', '=', apiKey).executeTakeFirst()
+    return row === undefined ? undefined : Number(row.id)
+  }
+
+  /**
+   * Edits a key that `editorKeyId` created (never the editor itself, D9), all or
+   * nothing: `change` sees the stored record (locked on MySQL, so two edits of one key
+   * apply one after the other) and returns the columns to set; `groupIds` replaces the
+   * key's groups. Undefined when there is no such key for this editor. The key's
+   * cached records and answers are dropped before this returns.
+   */
+  async edit(
+    keyId: number,
+    editorKeyId: number,
+    change: (current: KeyRecord) => KeyChanges,
+    groupIds?: readonly number[],
+  ): Promise<{ record: KeyRecord; secret: string } | undefined> {
+    const edited = await retryOnDeadlock(() =>
+      this.db.transaction().execute(async (trx) => {
+        const row = await trx
+          .selectFrom('api_keys')
+          .selectAll()
+          .where('id', '=', keyId)
+          .where('created_by', '=', editorKeyId)
+          .where('id', '<>', editorKeyId)
+          .$if(this.dialect === 'mysql', (query) => query.forUpdate())
+          .executeTakeFirst()
+        if (!row) return undefined
+        const changes = { ...change(withoutSecret(row)), updated_at: this.clock() }
+        await trx.updateTable('api_keys').set(changes).where('id', '=', keyId).execute()
+        if (groupIds !== undefined) {
+          await trx.deleteFrom('api_key_groups').where('key_id', '=', keyId).execute()
+          await trx.insertInto('api_key_groups').values(groupIds.map((groupId) => ({ key_id: keyId, group_id: groupId }))).execute()
+        }
+        return { ...row, ...changes } as Selectable<CoreTables['api_keys']>
+      }),
+    )
+    if (!edited) return undefined
+    this.invalidate.key(keyId)
+    return { record: withoutSecret(edited), secret: this.secrets.open(edited.secret_enc, edited.api_key) }
+  }
+
+  /** The keys a key created, oldest first, with the groups each holds. */
+  async createdBy(creatorKeyId: number): Promise<{ keys: KeyRecord[]; groups: Map<number, { Id: number; Display_Name: string }[]> }> {
+    const [rows, groupRows] = await Promise.all([
+      this.db.selectFrom('api_keys').selectAll().where('created_by', '=', creatorKeyId).orderBy('id').execute(),
+      this.db
+        .selectFrom('api_key_groups as kg')
+        .innerJoin('api_keys as k', 'k.id', 'kg.key_id')
+        .innerJoin('api_groups as g', 'g.id', 'kg.group_id')
+        .select(['kg.key_id as keyId', 'g.id as groupId', 'g.display_name as groupName'])
+        .where('k.created_by', '=', creatorKeyId)
+        .orderBy('kg.key_id')
+        .orderBy('g.id')
+        .execute(),
+    ])
+    const groups = new Map<number, { Id: number; Display_Name: string }[]>()
+    for (const row of groupRows) {
+      const keyId = Number(row.keyId)
+      const list = groups.get(keyId) ?? []
+      list.push({ Id: Number(row.groupId), Display_Name: row.groupName })
+      groups.set(keyId, list)
+    }
+    return { keys: rows.map(withoutSecret), groups }
+  }
+
+  /**
+   * The groups a key holds with their paths, read from the database rather than the
+   * cached auth record, so an operator's change of the key's groups counts at once.
+   */
+  async groupsOf(keyId: number): Promise<GroupRecord[]> {
+    const rows = await this.db
+      .selectFrom('api_key_groups as kg')
+      .innerJoin('api_groups as g', 'g.id', 'kg.group_id')
+      .leftJoin('api_group_acl as ga', 'ga.group_id', 'g.id')
+      .leftJoin('api_acl as a', 'a.id', 'ga.acl_id')
+      .select(['g.id as groupId', 'g.display_name as groupName', 'a.path as path'])
+      .where('kg.key_id', '=', keyId)
+      .orderBy('g.id')
+      .orderBy('a.id')
+      .execute()
+    const byId = new Map<number, GroupRecord>()
+    for (const row of rows) {
+      const groupId = Number(row.groupId)
+      let group = byId.get(groupId)
+      if (!group) {
+        group = { Id: groupId, Display_Name: row.groupName, Paths: [] }
+        byId.set(groupId, group)
+      }
+      if (row.path !== null) group.Paths.push(row.path)
+    }
+    return [...byId.values()]
+  }
+
+  /** A key was changed outside this service (the operator CLI, a test): forget it everywhere now. */
+  changed(keyId: number): void {
+    this.invalidate.key(keyId)
+  }
+
+  /** ACL entries or groups changed: forget every loaded key and access profile everywhere now. */
+  accessChanged(): void {
+    this.invalidate.access()
+  }
+}

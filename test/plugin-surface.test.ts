@@ -1,0 +1,45 @@
+/**
+ * Plugins reach the kernel through one module, kernel/sdk.ts (issue 11): any other
+ * import of a kernel file from a plugin fails here, as does an import of another plugin.
+ */
+import t from 'tap'
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { dirname, join, relative, resolve, sep } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const repository = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+const pluginsFolder = join(repository, 'plugins')
+const sdk = join(repository, 'kernel', 'sdk.ts')
+
+function sourceFiles(folder: string): string[] {
+  return readdirSync(folder).flatMap((name) => {
+    const path = join(folder, name)
+    return statSync(path).isDirectory() ? sourceFiles(path) : /\.(ts|js|mjs)$/.test(name) ? [path] : []
+  })
+}
+
+const importPattern = /(?:^|\n)\s*(?:import|export)\b[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g
+
+t.test('every plugin imports the kernel only through kernel/sdk.ts, and no other plugin', async (t) => {
+  const files = sourceFiles(pluginsFolder)
+  t.ok(files.length > 10, 'the plugins were read')
+  for (const file of files) {
+    const plugin = relative(pluginsFolder, file).split(sep)[0]
+    const text = readFileSync(file, 'utf8')
+    for (const match of text.matchAll(importPattern)) {
+      const specifier = match[1] ?? match[2]
+      if (!specifier.startsWith('.')) continue
+      const target = resolve(dirname(file), specifier)
+      const where = `${relative(repository, file)} imports ${specifier}`
+      if (target.startsWith(join(repository, 'kernel') + sep)) t.equal(target, sdk, where)
+      else if (target.startsWith(pluginsFolder + sep)) t.equal(relative(pluginsFolder, target).split(sep)[0], plugin, where)
+      else t.fail(`${where}: outside kernel/sdk.ts and its own folder`)
+    }
+  }
+})
+
+t.test('the check itself catches a reach into the kernel', async (t) => {
+  const text = "import { issueKey } from '../../kernel/auth/keyIssuer.ts'\n"
+  const specifiers = [...text.matchAll(importPattern)].map((match) => match[1] ?? match[2])
+  t.same(specifiers, ['../../kernel/auth/keyIssuer.ts'])
+})
