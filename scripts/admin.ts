@@ -9,7 +9,7 @@
  */
 import { parseArgs } from 'node:util'
 import { loadConfig, ConfigError } from '../kernel/boot/config.ts'
-import { createKernel, type Kernel } from '../kernel/http/server.ts'
+import { createKernel, type Kernel } from '../kernel/boot/kernel.ts'
 import { dayCodeAt, dayCodeUri } from '../kernel/auth/dayCode.ts'
 import { createGroup, readSetting } from '../kernel/boot/bootstrap.ts'
 import { issueKey } from '../kernel/auth/keyIssuer.ts'

@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { createConnection } from 'mysql2/promise'
 import { loadConfig } from '../kernel/boot/config.ts'
-import { createKernel } from '../kernel/http/server.ts'
+import { createKernel } from '../kernel/boot/kernel.ts'
 import { signedHeaders, type SigningKey } from '../kernel/auth/signature.ts'
 
 const argument = (name: string) => {

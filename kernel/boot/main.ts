@@ -6,7 +6,7 @@
 import cluster from 'node:cluster'
 import { join } from 'node:path'
 import { loadConfig, ConfigError, type Config } from './config.ts'
-import { createKernel, type Kernel } from '../http/server.ts'
+import { createKernel, type Kernel } from './kernel.ts'
 import { servePrimary, workerLink } from './cluster.ts'
 import type { IssuedKey } from '../auth/keyIssuer.ts'
 
