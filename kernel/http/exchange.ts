@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { IncomingMessage } from 'node:http'
 import type { ValidateFunction } from 'ajv'
 import type { AclEntry, Call, CallerKey, ResponseFormat, Route } from '../plugin.ts'
 import type { Credentials } from '../auth/credentials.ts'
@@ -49,7 +49,6 @@ export class Exchange implements Call<unknown, Record<string, unknown>> {
 
   constructor(
     readonly request: IncomingMessage,
-    readonly response: ServerResponse,
     readonly mounted: MountedRoute,
     basePathLength: number,
     now: number,

@@ -1,43 +1,49 @@
 import type { IncomingMessage } from 'node:http'
-import type { TLSSocket } from 'node:tls'
 import type { Stage } from '../pipeline.ts'
-import { forbidden } from '../errors.ts'
+import type { Exchange } from '../exchange.ts'
+import type { KeyDirectory } from '../../auth/keyDirectory.ts'
+import type { RequestIds } from '../../callLog/requestId.ts'
+import type { AclEntry } from '../../plugin.ts'
+import { forbidden, unauthorized } from '../errors.ts'
 
-/** An IPv4 address as such, not in its IPv4-mapped IPv6 spelling (`::ffff:127.0.0.1`). */
-export function plainAddress(address: string): string {
-  return address.startsWith('::ffff:') ? address.slice(7) : address
-}
+/** The ACL entry that allows this call's route for its key (memoised per access profile and route). */
+export type AclLookup = (exchange: Exchange) => AclEntry | null
 
-export function peerAddress(request: IncomingMessage): string {
-  return plainAddress(request.socket.remoteAddress ?? '')
-}
-
-/**
- * True when the call arrived over TLS: our own listener, or a trusted proxy (by peer
- * address) that says so in X-Forwarded-Proto. Anyone else's X-Forwarded-Proto is ignored.
- */
-export function secureTransport(trustedProxies: ReadonlySet<string>) {
-  return (request: IncomingMessage): boolean => {
-    if ((request.socket as TLSSocket).encrypted) return true
-    if (trustedProxies.size === 0 || !trustedProxies.has(peerAddress(request))) return false
-    const forwarded = request.headers['x-forwarded-proto']
-    if (typeof forwarded !== 'string') return false
-    // With a chain of proxies the nearest one (ours) appended the last value.
-    const last = forwarded.slice(forwarded.lastIndexOf(',') + 1).trim().toLowerCase()
-    return last === 'https'
+export function aclLookup(keys: KeyDirectory): AclLookup {
+  return (exchange) => {
+    if (exchange.acl === null) exchange.acl = keys.aclFor(exchange.record!, exchange.mounted.route.path)
+    return exchange.acl
   }
 }
 
-/** ACL (against the canonical route path, D1) and HTTPS (key or entry Require_Https) - 403 each. */
-export function authorizeStage(isSecure: (request: IncomingMessage) => boolean): Stage {
+/**
+ * The ACL decision, in one place: the route's canonical path (D1) must be covered by an
+ * entry of the key's groups (else 403), or, for a call without credentials, by an
+ * Is_Public entry (else 401: credentials are what it lacks); HTTPS when the key or the
+ * entry requires it (403). An anonymous call is established by its public entry, so it
+ * gets its request id here (a key's call gets it once its signature is verified).
+ */
+export function authorizeStage(keys: KeyDirectory, lookup: AclLookup, requestIds: RequestIds, isSecure: (request: IncomingMessage) => boolean): Stage {
+  function decide(exchange: Exchange, entry: AclEntry | null): void {
+    if (entry === null) throw forbidden(`Your ACL does not allow ${exchange.mounted.route.path}.`)
+    if ((exchange.caller.requireHttps === 1 || entry.requireHttps === 1) && !isSecure(exchange.request)) {
+      throw forbidden('HTTPS is required for this key or path.')
+    }
+  }
+  const missingCredentials = () => unauthorized('Missing credentials: x-apikey, x-apidate and x-apihmac are required.')
+
   return {
     name: 'acl',
     run(exchange) {
-      const entry = exchange.acl
-      if (entry === null) throw forbidden(`Your ACL does not allow ${exchange.mounted.route.path}.`)
-      if ((exchange.caller.requireHttps === 1 || entry.requireHttps === 1) && !isSecure(exchange.request)) {
-        throw forbidden('HTTPS is required for this key or path.')
-      }
+      if (!exchange.caller.anonymous) return decide(exchange, lookup(exchange))
+      const route = exchange.mounted.route
+      return keys.publicEntries().then((entries) => {
+        const entry = entries.find((candidate) => candidate.matches(route.path))
+        if (!entry || route.dayCode) throw missingCredentials()
+        exchange.acl = entry
+        decide(exchange, entry)
+        exchange.requestId = requestIds.next()
+      })
     },
   }
 }

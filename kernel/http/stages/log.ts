@@ -1,8 +1,9 @@
+import type { IncomingMessage } from 'node:http'
 import type { Config } from '../../boot/config.ts'
 import type { CallLog, LogRow } from '../../callLog/callLog.ts'
 import type { Exchange } from '../exchange.ts'
-import { peerAddress, plainAddress } from './authorize.ts'
-import type { IncomingMessage } from 'node:http'
+import type { Stage } from '../pipeline.ts'
+import { peerAddress, plainAddress } from '../transport.ts'
 
 const credentialHeaders = new Set(['authorization', 'x-apikey', 'x-apidate', 'x-apihmac', 'x-apitoday'])
 const maxStoredBody = 64 * 1024
@@ -62,7 +63,7 @@ function loggedAnswer(exchange: Exchange, body: Buffer): string {
  * - 2 or more: adds the details Request_Url, Http_User_Agent, Raw_Request (credentials
  *   redacted) and Rsponse of successful answers; details expire after LogRaw days.
  */
-export function callLogger(callLog: CallLog, config: Config, isSecure: (request: IncomingMessage) => boolean) {
+function callLogger(callLog: CallLog, config: Config, isSecure: (request: IncomingMessage) => boolean) {
   const serverName = config.serverName
   return (exchange: Exchange, status: number, body: Buffer, format: string): void => {
     const request = exchange.request
@@ -95,5 +96,29 @@ export function callLogger(callLog: CallLog, config: Config, isSecure: (request:
       detail_until: detailed ? callLog.detailUntil(exchange.startedAt, exchange.caller.logRaw) : 0,
     }
     callLog.append(row)
+  }
+}
+
+/**
+ * The call log as a stage: first in the pipeline, so its after phase runs last, once
+ * the answer is final. Every call that got a request id is logged, and its answer
+ * carries the id (D8). A full log queue makes the call wait (backpressure) instead of
+ * losing its record.
+ */
+export function logStage(callLog: CallLog, config: Config, isSecure: (request: IncomingMessage) => boolean): Stage {
+  const logCall = callLogger(callLog, config, isSecure)
+  const record = (exchange: Exchange) => {
+    const answer = exchange.answer!
+    logCall(exchange, answer.status, answer.body, exchange.format)
+    answer.headers.push(['x-RequestID', String(exchange.requestId)])
+  }
+  return {
+    name: 'log',
+    after(exchange) {
+      if (exchange.requestId === 0) return
+      const room = callLog.admit()
+      if (room) return room.then(() => record(exchange))
+      record(exchange)
+    },
   }
 }

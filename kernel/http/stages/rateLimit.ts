@@ -1,8 +1,12 @@
 import type { Stage } from '../pipeline.ts'
 import { ApiError } from '../errors.ts'
-import type { RateLimits } from '../../limits/rateLimits.ts'
+import { rateLimitHeaders, type RateLimits } from '../../limits/rateLimits.ts'
 
-/** D7: one point per call in each MaxHits window; 429 with Retry-After when any is spent. */
+/**
+ * D7: one point per call in each MaxHits window; 429 with Retry-After when any is spent.
+ * After the answer: the IETF RateLimit fields of the tightest window, on every answer
+ * of a key with limits (errors included).
+ */
 export function rateLimitStage(rateLimits: RateLimits): Stage {
   return {
     name: 'rate-limit',
@@ -15,6 +19,9 @@ export function rateLimitStage(rateLimits: RateLimits): Stage {
           throw new ApiError('TOO_MANY_REQUESTS', `Rate limit exceeded (${decision.window.count}/${decision.window.label})`, headers)
         }
       })
+    },
+    after(exchange) {
+      if (exchange.rate !== null) exchange.answer!.headers.push(...rateLimitHeaders(exchange.rate))
     },
   }
 }

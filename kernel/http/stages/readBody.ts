@@ -41,3 +41,17 @@ export function readBodyStage(defaultLimit: number): Stage {
     },
   }
 }
+
+/**
+ * A call refused before its announced body was read (unknown key, stale date, ACL, 413)
+ * closes its connection: the body is never read into memory, and a connection with an
+ * unread body cannot carry another request.
+ */
+export function closeUnreadStage(): Stage {
+  return {
+    name: 'close-unread',
+    after(exchange) {
+      if (!exchange.request.complete) exchange.answer!.headers.push(['Connection', 'close'])
+    },
+  }
+}

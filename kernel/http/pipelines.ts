@@ -1,0 +1,72 @@
+import type { IncomingMessage } from 'node:http'
+import type { Config } from '../boot/config.ts'
+import type { KeyDirectory } from '../auth/keyDirectory.ts'
+import type { RateLimits } from '../limits/rateLimits.ts'
+import type { RequestIds } from '../callLog/requestId.ts'
+import type { CallLog } from '../callLog/callLog.ts'
+import type { ResponseCache } from './responseCache.ts'
+import { createPipeline, type Pipeline, type Stage } from './pipeline.ts'
+import { failureAnswer } from './failure.ts'
+import { secureTransport } from './transport.ts'
+import { closeUnreadStage, readBodyStage } from './stages/readBody.ts'
+import { authenticateStage } from './stages/authenticate.ts'
+import { verifyStage } from './stages/verify.ts'
+import { aclLookup, authorizeStage } from './stages/authorize.ts'
+import { rateLimitStage } from './stages/rateLimit.ts'
+import { parseInputStage } from './stages/parseInput.ts'
+import { cacheStage } from './stages/cache.ts'
+import { handleStage } from './stages/handle.ts'
+import { logStage } from './stages/log.ts'
+
+export interface PipelineParts {
+  config: Config
+  keys: KeyDirectory
+  rateLimits: RateLimits
+  requestIds: RequestIds
+  callLog: CallLog
+  cache: ResponseCache
+  daySecret: Buffer
+  clock: () => number
+  report: (error: unknown) => void
+}
+
+/**
+ * The stages of a call, built once at start, in the two orders a call can take; the
+ * answer to "which one" is whether the request announces a body.
+ */
+export function buildPipelines(parts: PipelineParts): (request: IncomingMessage) => Pipeline {
+  const { config, keys, rateLimits, requestIds, callLog, cache, daySecret, clock, report } = parts
+  const isSecure = secureTransport(new Set(config.trustProxy))
+  const lookupAcl = aclLookup(keys)
+  const stage = {
+    log: logStage(callLog, config, isSecure),
+    closeUnread: closeUnreadStage(),
+    authenticate: authenticateStage(keys, clock),
+    acl: authorizeStage(keys, lookupAcl, requestIds, isSecure),
+    body: readBodyStage(config.bodyLimit),
+    verify: verifyStage({ lookupAcl, rateLimits, requestIds, daySecret, clock }),
+    rateLimit: rateLimitStage(rateLimits),
+    input: parseInputStage(),
+    cache: config.cache.responses ? [cacheStage(cache)] : [],
+    handler: handleStage(),
+  }
+  const failure = failureAnswer(report)
+  const pipeline = (stages: Stage[]) => createPipeline(stages, failure)
+  // A call without a body is verified at once; the rate limit comes before the ACL
+  // decision, so a key probing paths it may not call spends its MaxHits too.
+  const withoutBody = pipeline([
+    stage.log, stage.authenticate, stage.verify, stage.rateLimit, stage.acl, stage.input, ...stage.cache, stage.handler,
+  ])
+  // A call with a body is refused before a byte of it is read when its key, date or ACL
+  // already says no; the body is read (up to the route's limit) only for a caller the
+  // ACL admits, and the signature over it is verified after.
+  const withBody = pipeline([
+    stage.log, stage.closeUnread, stage.authenticate, stage.acl, stage.body, stage.verify, stage.rateLimit, stage.input, ...stage.cache, stage.handler,
+  ])
+  return (request) => (announcesBody(request) ? withBody : withoutBody)
+}
+
+function announcesBody(request: IncomingMessage): boolean {
+  const length = request.headers['content-length']
+  return length === undefined ? request.headers['transfer-encoding'] !== undefined : length !== '0'
+}

@@ -1,0 +1,118 @@
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
+import { readFileSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
+import type { Config } from '../boot/config.ts'
+import type { RouteTable } from './router.ts'
+import { Exchange, type Answer } from './exchange.ts'
+import type { Pipeline } from './pipeline.ts'
+import { errorAnswer, plainText } from './failure.ts'
+
+export interface HttpServerOptions {
+  config: Config
+  routes: RouteTable
+  /** The pipeline for one call: chosen per request (e.g. by whether it announces a body). */
+  pipelineFor(request: IncomingMessage): Pipeline
+  clock: () => number
+  report: (error: unknown) => void
+}
+
+export interface HttpServer {
+  listen(): Promise<{ port: number; url: string }>
+  /** Stops accepting and waits for calls in flight (their client gone or not). */
+  close(): Promise<void>
+}
+
+const notFound = () => errorAnswer('Error: Not found.', 404)
+
+function send(response: ServerResponse, answer: Answer): void {
+  const headers: string[] = ['Content-Type', answer.contentType, 'Content-Length', String(answer.body.length)]
+  for (const [name, value] of answer.headers) headers.push(name, value)
+  response.writeHead(answer.status, headers)
+  // As a latin1 string the bytes go out unchanged, and node:http sends them in one
+  // write with the head instead of a writev of two chunks.
+  response.end(answer.body.toString('latin1'), 'latin1')
+}
+
+/** node:http (or https) in front of the pipeline: find the route, run the pipeline, send. */
+export function createServer(options: HttpServerOptions): HttpServer {
+  const { config, routes, pipelineFor, clock, report } = options
+  const basePathLength = config.basePath.length
+
+  // Calls still being handled: close() waits for them even when their client has gone,
+  // so no handler runs on against a closed log queue or database.
+  let inFlight = 0
+  let allSettled: (() => void) | null = null
+
+  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const url = request.url ?? '/'
+    const queryAt = url.indexOf('?')
+    const mounted = routes.find(request.method ?? 'GET', queryAt === -1 ? url : url.slice(0, queryAt))
+    if (mounted === null) {
+      request.resume()
+      return send(response, notFound())
+    }
+    const exchange = new Exchange(request, mounted, basePathLength, clock())
+    inFlight++
+    try {
+      await pipelineFor(request).run(exchange)
+      send(response, exchange.answer!)
+    } finally {
+      if (--inFlight === 0 && allSettled) allSettled()
+    }
+  }
+
+  const serverOptions = {
+    maxHeaderSize: config.timeouts.maxHeaderSize,
+    requestTimeout: config.timeouts.requestMs,
+    headersTimeout: config.timeouts.headersMs,
+    keepAliveTimeout: config.timeouts.keepAliveMs,
+    // Node checks the two timeouts above on this interval; the default (30 s) is too slow.
+    connectionsCheckingInterval: 1000,
+  }
+  const listener = (request: IncomingMessage, response: ServerResponse) => {
+    handle(request, response).catch((error) => {
+      report(error)
+      if (!response.headersSent) send(response, errorAnswer('Error: Internal error.', 500))
+    })
+  }
+  const server: Server = config.tls
+    ? createHttpsServer({ ...serverOptions, cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) }, listener)
+    : createHttpServer(serverOptions, listener)
+  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return socket.destroy()
+    const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
+    const message = status === 431 ? 'Error: Request headers are too large.' : status === 408 ? 'Error: Request timed out.' : 'Error: Malformed HTTP request.'
+    socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\nContent-Type: ${plainText}\r\nContent-Length: ${Buffer.byteLength(message)}\r\nConnection: close\r\n\r\n${message}`)
+  })
+
+  return {
+    listen() {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject)
+        server.listen(config.port, config.host, () => {
+          server.off('error', reject)
+          const { port } = server.address() as AddressInfo
+          const host = config.host.includes(':') ? `[${config.host}]` : config.host
+          resolve({ port, url: `${config.tls ? 'https' : 'http'}://${host}:${port}${config.basePath}` })
+        })
+      })
+    },
+    async close() {
+      // Stop accepting; idle keep-alive sockets close now, busy ones after their answer.
+      await new Promise<void>((resolve) => {
+        if (!server.listening) return resolve()
+        server.close(() => resolve())
+        server.closeIdleConnections()
+        // In-flight calls get their time; a client that never lets go does not hold us up.
+        setTimeout(() => server.closeAllConnections(), config.timeouts.requestMs).unref()
+      })
+      if (inFlight > 0) {
+        await new Promise<void>((resolve) => {
+          allSettled = resolve
+          setTimeout(resolve, config.timeouts.requestMs).unref()
+        })
+      }
+    },
+  }
+}

@@ -1,0 +1,69 @@
+import type { Stage } from '../pipeline.ts'
+import type { Exchange } from '../exchange.ts'
+import type { RateLimits } from '../../limits/rateLimits.ts'
+import type { RequestIds } from '../../callLog/requestId.ts'
+import type { CallerKey } from '../../plugin.ts'
+import { sameSignature, stringToSign, verifySignature } from '../../auth/signature.ts'
+import { verifyDayCode } from '../../auth/dayCode.ts'
+import { ApiError, unauthorized } from '../errors.ts'
+import type { AclLookup } from './authorize.ts'
+
+export interface VerifyDependencies {
+  lookupAcl: AclLookup
+  rateLimits: RateLimits
+  requestIds: RequestIds
+  daySecret: Buffer
+  clock: () => number
+}
+
+/**
+ * D4 and D5, once the body is in hand: the signature over method, path, date and body,
+ * with the hash method of the key or its ACL entry, then the day code where the route or
+ * the key needs one. Only then is the caller established: the request id is assigned,
+ * so every later answer (403, 429, 400, 200) carries one and is logged under the key.
+ */
+export function verifyStage(deps: VerifyDependencies): Stage {
+  const { lookupAcl, rateLimits, requestIds, daySecret, clock } = deps
+
+  async function checkDayCode(caller: CallerKey, code: string | undefined): Promise<void> {
+    const blockedMs = await rateLimits.dayCodeBlocked(caller)
+    if (blockedMs > 0) {
+      throw new ApiError('TOO_MANY_REQUESTS', 'Error: Too many wrong day codes; try again later.', { 'Retry-After': String(Math.ceil(blockedMs / 1000)) })
+    }
+    if (code === undefined) throw unauthorized('This call needs the day code (x-apitoday).')
+    if (!verifyDayCode(daySecret, code, clock())) {
+      await rateLimits.dayCodeFailed(caller)
+      // A wrong guess also spends the key's own MaxHits (D5).
+      await rateLimits.consume(caller)
+      throw unauthorized('The day code (x-apitoday) is wrong or expired.')
+    }
+  }
+
+  function established(exchange: Exchange): void {
+    exchange.requestId = requestIds.next()
+  }
+
+  return {
+    name: 'verify',
+    run(exchange) {
+      const caller = exchange.caller
+      // Nothing to verify without credentials: the ACL stage admits such a call to public paths only.
+      if (caller.anonymous) return
+      const record = exchange.record!
+      const credentials = exchange.credentials!
+      const acl = lookupAcl(exchange)
+      const method = caller.requireHash ?? acl?.requireHash ?? 0
+      const toSign = stringToSign(exchange.request.method!, exchange.signedPath, credentials.apiDate!, exchange.rawBody)
+      const last = record.lastVerified
+      // A client may reuse a signature within its second; the same input needs no second HMAC.
+      if (last === null || last.toSign !== toSign || last.method !== method || !sameSignature(last.signature, credentials.apiHmac!)) {
+        if (!verifySignature(record.secret, toSign, credentials.apiHmac!, method)) throw unauthorized('Signature (x-apihmac) does not match.')
+        record.lastVerified = { toSign, signature: credentials.apiHmac!, method }
+      }
+      if (exchange.mounted.route.dayCode || caller.dayPass === 1) {
+        return checkDayCode(caller, credentials.apiToday).then(() => established(exchange))
+      }
+      established(exchange)
+    },
+  }
+}
