@@ -11,11 +11,11 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { cpus, tmpdir, totalmem } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
+import { freePort } from '../test/helpers/freePort.ts'
 import { signedHeaders, type SigningKey } from '../kernel/auth/signature.ts'
 import { openDatabase } from '../kernel/storage/database.ts'
 import { loadMasterKey, SecretBox } from '../kernel/auth/secrets.ts'
@@ -41,17 +41,6 @@ interface Row {
   non2xx: number
   errors: number
   note?: string
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-    server.on('error', reject)
-  })
 }
 
 function waitForLine(child: ChildProcess, pattern: RegExp): Promise<void> {

@@ -10,8 +10,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { randomBytes } from 'node:crypto'
-import { createConnection } from 'mysql2/promise'
+import { createScratchDatabase, mysqlProblem, mysqlServerUrl } from '../test/helpers/scratchDatabase.ts'
 import { loadConfig } from '../kernel/boot/config.ts'
 import { createKernel } from '../kernel/boot/kernel.ts'
 import { signedHeaders, type SigningKey } from '../kernel/auth/signature.ts'
@@ -23,12 +22,6 @@ const argument = (name: string) => {
 const peopleCount = Number(argument('people') ?? 100_000)
 const only = argument('only')
 const batchSize = 10_000
-const mysqlServerUrl = process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306'
-
-function serverOptions() {
-  const url = new URL(mysqlServerUrl)
-  return { host: url.hostname, port: Number(url.port || 3306), user: decodeURIComponent(url.username), password: decodeURIComponent(url.password) }
-}
 
 const departments = ['Sales', 'IT', 'HR', 'Finance', 'Support', 'Research']
 function person(index: number) {
@@ -43,17 +36,8 @@ function person(index: number) {
 
 async function run(kind: 'sqlite' | 'mysql') {
   const dataDir = mkdtempSync(join(tmpdir(), 'keygate-bench-'))
-  let databaseUrl: string | null = null
-  let databaseName: string | null = null
-  if (kind === 'mysql') {
-    databaseName = `kg_bench_${randomBytes(6).toString('hex')}`
-    const connection = await createConnection(serverOptions())
-    await connection.query(`create database \`${databaseName}\` character set utf8mb4 collate utf8mb4_bin`)
-    await connection.end()
-    const url = new URL(mysqlServerUrl)
-    url.pathname = `/${databaseName}`
-    databaseUrl = url.toString()
-  }
+  const scratch = kind === 'mysql' ? await createScratchDatabase('kg_bench') : null
+  const databaseUrl = scratch?.url ?? null
   const config = loadConfig({ port: 0, dataDir, databaseUrl, bodyLimit: 16 * 1024 * 1024 }, {})
   const kernel = await createKernel({ config, report: () => undefined })
   const { url } = await kernel.listen()
@@ -105,17 +89,12 @@ async function run(kind: 'sqlite' | 'mysql') {
   } finally {
     await kernel.close()
     rmSync(dataDir, { recursive: true, force: true })
-    if (databaseName) {
-      const connection = await createConnection(serverOptions())
-      await connection.query(`drop database if exists \`${databaseName}\``)
-      await connection.end()
-    }
+    await scratch?.drop()
   }
 }
 
 if (only !== 'mysql') await run('sqlite')
 if (only !== 'sqlite') {
-  const reachable = await createConnection(serverOptions()).then((connection) => connection.end().then(() => true), () => false)
-  if (reachable) await run('mysql')
+  if ((await mysqlProblem()) === null) await run('mysql')
   else console.log(`\nmysql: ${mysqlServerUrl} not reachable, skipped`)
 }

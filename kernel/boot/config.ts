@@ -11,7 +11,10 @@ export interface Config {
   dataDir: string
   /** `mysql://user:pass@host:3306/db`; null or absent = embedded SQLite in dataDir. */
   databaseUrl: string | null
-  /** Names of the enabled plugins; a disabled plugin's paths do not exist (D1). */
+  /**
+   * The enabled plugins: a built-in name (`plugins/<name>/`), a folder path (`./`, `../` or
+   * absolute) or an installed npm package. A disabled plugin's paths do not exist (D1).
+   */
   plugins: string[]
   bodyLimit: number
   /** Peer addresses whose `X-Forwarded-Proto` is believed (a TLS-terminating proxy). */
@@ -48,7 +51,7 @@ const schema = {
     basePath: { type: 'string', pattern: '^(/[A-Za-z0-9._~-]+)*$' },
     dataDir: { type: 'string', minLength: 1 },
     databaseUrl: { type: ['string', 'null'], pattern: '^mysql://' },
-    plugins: { type: 'array', items: { type: 'string', pattern: '^[a-z][a-z0-9-]*$' }, uniqueItems: true },
+    plugins: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 500 }, uniqueItems: true },
     bodyLimit: { type: 'integer', minimum: 1024, maximum: 104857600 },
     trustProxy: { type: 'array', items: { type: 'string', minLength: 1 } },
     tls: {

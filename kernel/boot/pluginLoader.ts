@@ -1,26 +1,64 @@
 import { existsSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { createRequire } from 'node:module'
+import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { Plugin } from '../plugin.ts'
 
-const pluginsFolder = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'plugins')
+const builtInFolder = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'plugins')
+const entryFiles = ['index.ts', 'index.js', 'index.mjs']
+const pluginName = /^[a-z][a-z0-9-]*$/
+
+/** Where a config `plugins` entry points: a built-in name, a folder path, or an npm package. */
+function locate(entry: string, baseDir: string): { url: string; what: string; builtIn: boolean } {
+  const isPath = entry.startsWith('./') || entry.startsWith('../') || isAbsolute(entry)
+  if (!isPath && pluginName.test(entry) && existsSync(join(builtInFolder, entry))) {
+    const file = entryFiles.map((name) => join(builtInFolder, entry, name)).find(existsSync)
+    if (!file) throw new Error(`plugin '${entry}' has no index file in ${join(builtInFolder, entry)}`)
+    return { url: pathToFileURL(file).href, what: `plugins/${entry}`, builtIn: true }
+  }
+  if (isPath) {
+    const folder = resolve(baseDir, entry)
+    const file = existsSync(join(folder, 'package.json')) ? resolvePackage(folder, folder) : entryFiles.map((name) => join(folder, name)).find(existsSync)
+    if (!file) throw new Error(`plugin folder ${folder} has no package.json or index file`)
+    return { url: pathToFileURL(file).href, what: folder, builtIn: false }
+  }
+  return { url: pathToFileURL(resolvePackage(entry, baseDir)).href, what: `package ${entry}`, builtIn: false }
+}
+
+/** Node's own resolution (package.json `exports`/`main`), from `baseDir`, then from keygate's install. */
+function resolvePackage(specifier: string, baseDir: string): string {
+  for (const from of [join(baseDir, 'noop.js'), fileURLToPath(import.meta.url)]) {
+    try {
+      return createRequire(from).resolve(specifier)
+    } catch {
+      // try the next place
+    }
+  }
+  throw new Error(`plugin '${specifier}' is enabled in config but is neither a built-in plugin, a folder nor an installed npm package`)
+}
 
 /**
- * Loads the enabled plugins by name from `plugins/<name>/index.ts` (its default
- * export). Plugins given directly (tests, embedders) come after, in their order.
+ * Loads the enabled plugins in config order (each module's default export, or its
+ * `plugin` export). A config entry is a built-in plugin's name (`plugins/<name>/`), a
+ * folder path (`./`, `../` or absolute, relative to `baseDir`), or an installed npm
+ * package: a team keeps its plugin in its own repository and imports `keygate/sdk`.
+ * Plugins given directly (tests, embedders) come after, in their order.
  */
-export async function loadPlugins(names: readonly string[], extra: readonly Plugin[] = []): Promise<Plugin[]> {
+export async function loadPlugins(entries: readonly string[], extra: readonly Plugin[] = [], baseDir = process.cwd()): Promise<Plugin[]> {
   const plugins: Plugin[] = []
-  for (const name of names) {
-    const file = join(pluginsFolder, name, 'index.ts')
-    if (!existsSync(file)) throw new Error(`plugin '${name}' is enabled in config but ${file} does not exist`)
-    const module = (await import(pathToFileURL(file).href)) as { default?: Plugin }
-    if (!module.default || module.default.name !== name) throw new Error(`plugins/${name}/index.ts must export default a Plugin named '${name}'`)
-    plugins.push(module.default)
-  }
-  for (const plugin of extra) {
+  const add = (plugin: Plugin, what: string) => {
+    if (!plugin || typeof plugin.setup !== 'function' || typeof plugin.name !== 'string') throw new Error(`${what} does not export a plugin (default export with a name and a setup function)`)
+    if (!pluginName.test(plugin.name)) throw new Error(`${what}: plugin name '${plugin.name}' must be lower-case letters, digits and dashes`)
     if (plugins.some((loaded) => loaded.name === plugin.name)) throw new Error(`plugin '${plugin.name}' is loaded twice`)
     plugins.push(plugin)
   }
+  for (const entry of entries) {
+    const { url, what, builtIn } = locate(entry, baseDir)
+    const module = (await import(url)) as { default?: Plugin; plugin?: Plugin }
+    const plugin = module.default ?? module.plugin
+    if (builtIn && plugin?.name !== entry) throw new Error(`plugins/${entry}/index.ts must export default a Plugin named '${entry}'`)
+    add(plugin as Plugin, what)
+  }
+  for (const plugin of extra) add(plugin, `plugin '${plugin.name}'`)
   return plugins
 }

@@ -16,14 +16,24 @@ export const errorStatus = {
 
 export type ErrorCode = keyof typeof errorStatus
 
+// A plugin from outside the repository may load its own copy of this module (through
+// `keygate/sdk`), so an ApiError is recognised by this mark, not by its class.
+const apiErrorMark = Symbol.for('keygate.ApiError')
+
 export class ApiError extends Error {
   readonly status: number
   readonly headers: Record<string, string> | undefined
+  readonly [apiErrorMark] = true
 
   constructor(readonly code: ErrorCode, message: string, headers?: Record<string, string>) {
     super(message.startsWith('Error: ') ? message : `Error: ${message}`)
     this.status = errorStatus[code]
     this.headers = headers
+  }
+
+  /** True for an ApiError made by any copy of this module. */
+  static is(error: unknown): error is ApiError {
+    return typeof error === 'object' && error !== null && (error as { [apiErrorMark]?: boolean })[apiErrorMark] === true
   }
 }
 

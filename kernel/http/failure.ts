@@ -15,7 +15,7 @@ export function errorAnswer(message: string, status: number, headers: [string, s
  */
 export function failureAnswer(report: (error: unknown) => void): (error: unknown) => Answer {
   return (error) => {
-    if (error instanceof ApiError) {
+    if (ApiError.is(error)) {
       return errorAnswer(error.message, error.status, error.headers ? Object.entries(error.headers) : [])
     }
     report(error)

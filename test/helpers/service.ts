@@ -6,8 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { randomBytes } from 'node:crypto'
-import { createConnection } from 'mysql2/promise'
+import { createScratchDatabase, mysqlProblem, mysqlServerUrl } from './scratchDatabase.ts'
 import type { Test } from 'tap'
 import { loadConfig, type Config } from '../../kernel/boot/config.ts'
 import { createKernel, type Kernel } from '../../kernel/boot/kernel.ts'
@@ -17,33 +16,16 @@ import { dayCodeAt } from '../../kernel/auth/dayCode.ts'
 
 export type DatabaseKind = 'sqlite' | 'mysql'
 
-export const mysqlServerUrl = process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306'
 /** In CI a MariaDB that cannot be reached fails the run instead of skipping (.ci/run sets it). */
 const mysqlRequired = process.env.CI === 'true' || process.env.REQUIRE_MYSQL === '1'
 
 let mysqlReachable: Promise<string | null> | undefined
-function mysqlProblem(): Promise<string | null> {
-  mysqlReachable ??= (async () => {
-    try {
-      const connection = await createConnection(serverOptions())
-      await connection.end()
-      return null
-    } catch (error) {
-      return (error as Error).message
-    }
-  })()
-  return mysqlReachable
-}
-
-function serverOptions() {
-  const url = new URL(mysqlServerUrl)
-  return { host: url.hostname, port: Number(url.port || 3306), user: decodeURIComponent(url.username), password: decodeURIComponent(url.password) }
-}
+const mysqlProblemOnce = () => (mysqlReachable ??= mysqlProblem())
 
 /** Runs `body` once per database as a subtest: SQLite always, MariaDB unless unreachable outside CI. */
 export async function forEachDatabase(t: Test, body: (t: Test, kind: DatabaseKind) => Promise<void>): Promise<void> {
   await t.test('sqlite', (t) => body(t, 'sqlite'))
-  const problem = await mysqlProblem()
+  const problem = await mysqlProblemOnce()
   if (problem && !mysqlRequired) {
     await t.test('mysql', { skip: `MariaDB at ${mysqlServerUrl} is not reachable (${problem}); CI requires it` }, async () => {})
     return
@@ -100,27 +82,14 @@ export interface StartOptions {
 /** Starts a service for one test; it is stopped and its database dropped at the test's end. */
 export async function startService(t: Test, options: StartOptions): Promise<Service> {
   const dataDir = mkdtempSync(join(tmpdir(), 'keygate-test-'))
-  let databaseUrl: string | null = null
-  let databaseName: string | null = null
-  if (options.kind === 'mysql') {
-    databaseName = `kg_test_${randomBytes(6).toString('hex')}`
-    const connection = await createConnection(serverOptions())
-    await connection.query(`create database \`${databaseName}\` character set utf8mb4 collate utf8mb4_bin`)
-    await connection.end()
-    const url = new URL(mysqlServerUrl)
-    url.pathname = `/${databaseName}`
-    databaseUrl = url.toString()
-  }
+  const scratch = options.kind === 'mysql' ? await createScratchDatabase() : null
+  const databaseUrl = scratch?.url ?? null
   const config = loadConfig({ port: 0, dataDir, databaseUrl, ...(options.config ?? {}) }, {})
   const service = await launch(config, options)
   t.teardown(async () => {
     await service.current.stop()
     rmSync(dataDir, { recursive: true, force: true })
-    if (databaseName) {
-      const connection = await createConnection(serverOptions())
-      await connection.query(`drop database if exists \`${databaseName}\``)
-      await connection.end()
-    }
+    await scratch?.drop()
   })
   return service.current
 }

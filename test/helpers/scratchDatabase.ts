@@ -1,0 +1,47 @@
+/** Throw-away MySQL/MariaDB databases on the server at TEST_MYSQL_URL, for tests and benchmarks. */
+import { randomBytes } from 'node:crypto'
+import { createConnection } from 'mysql2/promise'
+
+export const mysqlServerUrl = process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306'
+
+export function mysqlServerOptions() {
+  const url = new URL(mysqlServerUrl)
+  return { host: url.hostname, port: Number(url.port || 3306), user: decodeURIComponent(url.username), password: decodeURIComponent(url.password) }
+}
+
+/** null when the server answers, else why not. */
+export async function mysqlProblem(): Promise<string | null> {
+  try {
+    const connection = await createConnection(mysqlServerOptions())
+    await connection.end()
+    return null
+  } catch (error) {
+    return (error as Error).message
+  }
+}
+
+export interface ScratchDatabase {
+  name: string
+  /** mysql://... naming the new database: a DATABASE_URL. */
+  url: string
+  drop(): Promise<void>
+}
+
+/** A new empty database (utf8mb4, binary collation) named `<prefix>_<random>`. */
+export async function createScratchDatabase(prefix = 'kg_test'): Promise<ScratchDatabase> {
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`
+  const connection = await createConnection(mysqlServerOptions())
+  await connection.query(`create database \`${name}\` character set utf8mb4 collate utf8mb4_bin`)
+  await connection.end()
+  const url = new URL(mysqlServerUrl)
+  url.pathname = `/${name}`
+  return {
+    name,
+    url: url.toString(),
+    async drop() {
+      const dropping = await createConnection(mysqlServerOptions())
+      await dropping.query(`drop database if exists \`${name}\``)
+      await dropping.end()
+    },
+  }
+}
