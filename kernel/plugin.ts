@@ -91,6 +91,12 @@ export interface Route<Body = any, Query = any> {
   path: string
   /** The day code (x-apitoday) is required on this route for every key (D5). */
   dayCode?: boolean
+  /**
+   * The route changes state: a second use of a signature is refused (replay) and an
+   * `Idempotency-Key` header is honoured. Default: POST routes whose path has no
+   * `/Read/` segment (the interface's naming: `/Api/Create/Key`, `/People/Update/...`).
+   */
+  writes?: boolean
   /** JSON schema of the body; a route without one takes no body. */
   body?: object
   /** Largest body in bytes this route takes, when it needs more (or less) than config `bodyLimit`. */

@@ -51,7 +51,12 @@ const schema = {
     basePath: { type: 'string', pattern: '^(/[A-Za-z0-9._~-]+)*$' },
     dataDir: { type: 'string', minLength: 1 },
     databaseUrl: { type: ['string', 'null'], pattern: '^mysql://' },
-    plugins: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 500 }, uniqueItems: true },
+    plugins: {
+      type: 'array',
+      uniqueItems: true,
+      // A built-in or npm package name (`people`, `@team/keygate-notes`), or a folder path (`./notes`, `/opt/notes`).
+      items: { type: 'string', maxLength: 500, pattern: '^(?:(?:@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*|\\.{1,2}/.+|/.+)$' },
+    },
     bodyLimit: { type: 'integer', minimum: 1024, maximum: 104857600 },
     trustProxy: { type: 'array', items: { type: 'string', minLength: 1 } },
     tls: {

@@ -7,13 +7,16 @@ export const keyPartition = (keyId: number) => `key:${keyId}`
 
 /**
  * Forgetting what a change made stale: a key's auth record and cached answers, every
- * loaded key (an ACL or group change), or one cache partition. Applied here and, in
+ * loaded key and cached answer (an ACL or group change), or one cache partition. Applied here and, in
  * cluster mode, on every sibling worker.
  */
 export function invalidation(keys: KeyDirectory, cache: ResponseCache, cluster: ClusterLink | undefined): (change: Invalidation) => void {
   const apply = (change: Invalidation) => {
     if (change.kind === 'partition') return cache.invalidate(change.partition)
-    if (change.kind === 'access') return keys.forgetAll()
+    if (change.kind === 'access') {
+      keys.forgetAll()
+      return cache.clear()
+    }
     keys.forget(change.keyId)
     cache.invalidate(keyPartition(change.keyId))
   }

@@ -18,6 +18,8 @@ import { createServer } from '../http/server.ts'
 import type { ClusterLink } from './cluster.ts'
 import { invalidation, keyPartition } from './invalidation.ts'
 import { buildPipelines } from '../http/pipelines.ts'
+import { ReplayGuard } from '../auth/replayGuard.ts'
+import { IdempotencyStore } from '../http/idempotencyStore.ts'
 
 export interface KernelOptions {
   config: Config
@@ -65,7 +67,11 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const createdRootKey = await bootstrap(db, secrets, plugins, { dataDir: config.dataDir, now: clock() })
 
   const keys = new KeyDirectory(db, secrets, clock, config.cache.maxEntries, config.cache.keyTtlSeconds)
-  const rateLimits = new RateLimits(options.cluster?.limiters ?? inMemoryLimiters(clock))
+  const limiterStore = options.cluster?.limiters ?? inMemoryLimiters(clock)
+  const rateLimits = new RateLimits(limiterStore)
+  const replayGuard = new ReplayGuard(limiterStore)
+  const idempotency = new IdempotencyStore(db, clock, 2 * config.timeouts.requestMs)
+  idempotency.startPurging(10 * 60_000, report)
   const requestIds = new RequestIds(config.nodeId, clock)
   const cache = new ResponseCache(config.cache.maxEntries, config.cache.responseBytes)
   const callLog = new CallLog(db, config.log, clock, report, config.nodeId, (rows) => database.insertMany('api_log', rows))
@@ -100,7 +106,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     for (const route of await plugin.setup(services)) routes.add(plugin.name, route)
   }
 
-  const pipelineFor = buildPipelines({ config, keys, rateLimits, requestIds, callLog, cache, daySecret, clock, report })
+  const pipelineFor = buildPipelines({ config, keys, rateLimits, requestIds, callLog, cache, replayGuard, idempotency, daySecret, clock, report })
   const server = createServer({ config, routes, clock, report, pipelineFor })
 
   let closing: Promise<void> | null = null
@@ -116,6 +122,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     close() {
       closing ??= (async () => {
         await server.close()
+        idempotency.stop()
         await callLog.close()
         for (const plugin of plugins) await plugin.close?.()
         await database.close()

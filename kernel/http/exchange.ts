@@ -10,6 +10,8 @@ export interface MountedRoute {
   id: number
   plugin: string
   route: Route
+  /** Resolved `route.writes` (replay refusal, Idempotency-Key). */
+  writes: boolean
   validateBody: ValidateFunction | null
   validateQuery: ValidateFunction | null
 }
@@ -41,6 +43,8 @@ export class Exchange implements Call<unknown, Record<string, unknown>> {
   query: Record<string, unknown> = {}
   extraHeaders: [string, string][] = []
   cacheKey: string | null = null
+  /** The Idempotency-Key this call claimed: its answer is stored for the key's retries. */
+  idempotencyKey: string | null = null
   answer: Answer | null = null
   /** The handler's answer before encoding (kept for a level-2 log of CSV/XML calls). */
   result: unknown = undefined

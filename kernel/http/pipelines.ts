@@ -5,6 +5,8 @@ import type { RateLimits } from '../limits/rateLimits.ts'
 import type { RequestIds } from '../callLog/requestId.ts'
 import type { CallLog } from '../callLog/callLog.ts'
 import type { ResponseCache } from './responseCache.ts'
+import type { ReplayGuard } from '../auth/replayGuard.ts'
+import type { IdempotencyStore } from './idempotencyStore.ts'
 import { createPipeline, type Pipeline, type Stage } from './pipeline.ts'
 import { failureAnswer } from './failure.ts'
 import { secureTransport } from './transport.ts'
@@ -17,6 +19,8 @@ import { parseInputStage } from './stages/parseInput.ts'
 import { cacheStage } from './stages/cache.ts'
 import { handleStage } from './stages/handle.ts'
 import { logStage } from './stages/log.ts'
+import { replayStage } from './stages/replay.ts'
+import { idempotencyStage } from './stages/idempotency.ts'
 
 export interface PipelineParts {
   config: Config
@@ -25,6 +29,8 @@ export interface PipelineParts {
   requestIds: RequestIds
   callLog: CallLog
   cache: ResponseCache
+  replayGuard: ReplayGuard
+  idempotency: IdempotencyStore
   daySecret: Buffer
   clock: () => number
   report: (error: unknown) => void
@@ -35,7 +41,7 @@ export interface PipelineParts {
  * answer to "which one" is whether the request announces a body.
  */
 export function buildPipelines(parts: PipelineParts): (request: IncomingMessage) => Pipeline {
-  const { config, keys, rateLimits, requestIds, callLog, cache, daySecret, clock, report } = parts
+  const { config, keys, rateLimits, requestIds, callLog, cache, replayGuard, idempotency, daySecret, clock, report } = parts
   const isSecure = secureTransport(new Set(config.trustProxy))
   const lookupAcl = aclLookup(keys)
   const stage = {
@@ -47,6 +53,8 @@ export function buildPipelines(parts: PipelineParts): (request: IncomingMessage)
     verify: verifyStage({ lookupAcl, rateLimits, requestIds, daySecret, clock }),
     rateLimit: rateLimitStage(rateLimits),
     input: parseInputStage(),
+    // Writes only: a stored answer for a retry first, then a replayed signature is refused.
+    writes: [idempotencyStage(idempotency, report), replayStage(replayGuard)],
     cache: config.cache.responses ? [cacheStage(cache)] : [],
     handler: handleStage(),
   }
@@ -55,13 +63,13 @@ export function buildPipelines(parts: PipelineParts): (request: IncomingMessage)
   // A call without a body is verified at once; the rate limit comes before the ACL
   // decision, so a key probing paths it may not call spends its MaxHits too.
   const withoutBody = pipeline([
-    stage.log, stage.authenticate, stage.verify, stage.rateLimit, stage.acl, stage.input, ...stage.cache, stage.handler,
+    stage.log, stage.authenticate, stage.verify, stage.rateLimit, stage.acl, stage.input, ...stage.writes, ...stage.cache, stage.handler,
   ])
   // A call with a body is refused before a byte of it is read when its key, date or ACL
   // already says no; the body is read (up to the route's limit) only for a caller the
   // ACL admits, and the signature over it is verified after.
   const withBody = pipeline([
-    stage.log, stage.closeUnread, stage.authenticate, stage.acl, stage.body, stage.verify, stage.rateLimit, stage.input, ...stage.cache, stage.handler,
+    stage.log, stage.closeUnread, stage.authenticate, stage.acl, stage.body, stage.verify, stage.rateLimit, stage.input, ...stage.writes, ...stage.cache, stage.handler,
   ])
   return (request) => (announcesBody(request) ? withBody : withoutBody)
 }

@@ -56,4 +56,10 @@ export class ResponseCache {
   invalidate(partition: string): void {
     this.generations.set(partition, (this.generations.get(partition) ?? 0) + 1)
   }
+
+  /** Drops every answer and value (an ACL or group change can alter any key's answers). */
+  clear(): void {
+    this.entries.clear()
+    this.values.clear()
+  }
 }

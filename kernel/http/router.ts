@@ -23,6 +23,7 @@ export class RouteTable {
       id: this.mounted.length,
       plugin,
       route,
+      writes: route.writes ?? (route.method === 'POST' && !/\/read\//i.test(route.path)),
       validateBody: route.body ? this.bodyAjv.compile(route.body) : null,
       validateQuery: route.query ? this.queryAjv.compile(route.query) : null,
     }

@@ -93,5 +93,22 @@ export function coreMigrations(dialect: Dialect): Migrations {
         await db.schema.createIndex('api_log_detail_until').on('api_log').column('detail_until').execute()
       },
     },
+    '0003-idempotency': {
+      async up(db) {
+        const longText = dialect === 'mysql' ? sql`mediumtext` : sql`text`
+        await table(db, 'api_idempotency')
+          .addColumn('key_id', 'bigint', (c) => c.notNull())
+          .addColumn('idem_key', 'varchar(255)', (c) => c.notNull())
+          .addColumn('request_hash', 'varchar(64)', (c) => c.notNull())
+          .addColumn('status', 'integer', (c) => c.notNull())
+          .addColumn('content_type', 'varchar(100)')
+          .addColumn('headers', 'text')
+          .addColumn('body', longText)
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addPrimaryKeyConstraint('api_idempotency_pk', ['key_id', 'idem_key'])
+          .execute()
+        await db.schema.createIndex('api_idempotency_created').on('api_idempotency').column('created_at').execute()
+      },
+    },
   }
 }

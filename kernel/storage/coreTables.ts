@@ -75,6 +75,18 @@ export interface CoreTables {
     /** After this time the detail columns are cleared (D8 retention). */
     detail_until: number
   }
+  /** Stored answers of writes sent with an Idempotency-Key (status 0: still running). */
+  api_idempotency: {
+    key_id: number
+    idem_key: string
+    request_hash: string
+    status: number
+    content_type: string | null
+    headers: string | null
+    /** base64 of the answer's bytes */
+    body: string | null
+    created_at: number
+  }
   kernel_settings: {
     name: string
     value: string

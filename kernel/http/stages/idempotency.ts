@@ -1,0 +1,57 @@
+import { createHash } from 'node:crypto'
+import type { Stage } from '../pipeline.ts'
+import type { Exchange } from '../exchange.ts'
+import type { IdempotencyStore } from '../idempotencyStore.ts'
+import { ApiError, badRequest } from '../errors.ts'
+
+const idempotencyKeyPattern = /^[\x21-\x7e]{1,255}$/
+
+/** What must be the same for a retry to get the first answer: route, query and body. */
+function requestHash(exchange: Exchange): string {
+  const hash = createHash('sha256').update(`${exchange.request.method} ${exchange.mounted.route.path}?${exchange.queryString}\n`)
+  if (exchange.rawBody !== undefined) hash.update(exchange.rawBody)
+  return hash.digest('hex')
+}
+
+/**
+ * `Idempotency-Key` on writes (issue 12), as payment APIs do: the same key, with the
+ * same request, within 24 hours, answers the first call's stored answer without doing
+ * the work again (`Idempotent-Replayed: true`); another request with the same key is
+ * 422; a retry while the first is still running is 409. Checked after the input is
+ * valid, so a refused body stores nothing; a 5xx frees the key for a retry.
+ */
+export function idempotencyStage(store: IdempotencyStore, report: (error: unknown) => void): Stage {
+  return {
+    name: 'idempotency',
+    run(exchange) {
+      if (!exchange.mounted.writes || exchange.caller.anonymous) return
+      const header = exchange.request.headers['idempotency-key']
+      if (header === undefined) return
+      if (typeof header !== 'string' || !idempotencyKeyPattern.test(header)) {
+        throw badRequest('Idempotency-Key must be 1 to 255 visible ASCII characters.')
+      }
+      return store.claim(exchange.caller.id, header, requestHash(exchange)).then((claim) => {
+        if (claim.kind === 'stored') {
+          exchange.answer = { ...claim.answer, headers: claim.answer.headers.concat([['Idempotent-Replayed', 'true']]) }
+        } else if (claim.kind === 'running') {
+          throw new ApiError('CONFLICT', 'A request with this Idempotency-Key is still being processed; try again shortly.')
+        } else if (claim.kind === 'mismatch') {
+          throw new ApiError('UNPROCESSABLE_ENTITY', 'This Idempotency-Key was already used with another request.')
+        } else {
+          exchange.idempotencyKey = header
+        }
+      })
+    },
+    after(exchange) {
+      const idemKey = exchange.idempotencyKey
+      if (idemKey === null) return
+      const answer = exchange.answer!
+      const keyId = exchange.caller.id
+      // The call's own answer stands even if storing it fails; that is reported.
+      const saving = answer.status >= 500
+        ? store.release(keyId, idemKey)
+        : store.complete(keyId, idemKey, { ...answer, headers: answer.headers.slice() })
+      return saving.catch(report)
+    },
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * A body is read only for a caller the service may admit (issue 12): an unknown key, a
+ * stale date, a key whose ACL does not cover the route, or no credentials at all are
+ * refused from the headers alone, before a byte of the body is read, and the
+ * connection is closed. A flood of large bodies with a made-up key costs no memory.
+ */
+import t from 'tap'
+import { connect } from 'node:net'
+import { forEachDatabase, startService, type Service } from './helpers/service.ts'
+import { insertKey } from './helpers/keys.ts'
+
+interface RawAnswer {
+  status: number
+  head: string
+  body: string
+  /** The server closed the connection (after its answer). */
+  closed: boolean
+}
+
+/**
+ * Announces `announced` bytes of body but sends only `sent` of them, then waits for the
+ * answer: one that comes at all was made without the body.
+ */
+function partialPost(service: Service, path: string, headers: Record<string, string>, announced: number, sent: number): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(service.port, '127.0.0.1')
+    let data = ''
+    let answered: Omit<RawAnswer, 'closed'> | null = null
+    const timer = setTimeout(() => reject(new Error(`no answer without the body: ${data}`)), 10_000)
+    socket.on('data', (chunk) => {
+      data += chunk
+      const split = data.indexOf('\r\n\r\n')
+      if (split === -1) return
+      const head = data.slice(0, split)
+      const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0)
+      if (data.length - split - 4 >= length) answered = { status: Number(head.split(' ')[1]), head, body: data.slice(split + 4, split + 4 + length) }
+    })
+    socket.on('error', () => undefined)
+    socket.on('close', () => {
+      clearTimeout(timer)
+      if (answered) resolve({ ...answered, closed: true })
+      else reject(new Error(`closed without an answer: ${data}`))
+    })
+    const lines = Object.entries({ Host: 'x', 'Content-Type': 'application/json', 'Content-Length': String(announced), ...headers }).map(([name, value]) => `${name}: ${value}`)
+    socket.write(`POST /v1.0${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`)
+    socket.write('{' + ' '.repeat(sent - 1))
+  })
+}
+
+const eightMiB = 8 * 1024 * 1024
+const now = () => new Date().toUTCString()
+
+t.test('refused from the headers alone, the connection closed, nothing logged', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const path = '/People/Update/OnePhoto' // takes up to 8 MiB
+    const madeUp = await partialPost(service, path, { 'x-apikey': 'kg_madeup000000000000000', 'x-apidate': now(), 'x-apihmac': 'a'.repeat(64) }, eightMiB, 1024)
+    t.equal(madeUp.status, 401)
+    t.equal(madeUp.body, 'Error: Unknown or inactive API key.')
+    t.match(madeUp.head, /connection: close/i)
+    t.ok(madeUp.closed, 'the connection is closed')
+    t.notMatch(madeUp.head, /x-requestid/i, 'no caller was established: nothing is logged')
+
+    const stale = await partialPost(service, path, { 'x-apikey': service.admin.apiKey, 'x-apidate': new Date(Date.now() - 3_600_000).toUTCString(), 'x-apihmac': 'a'.repeat(64) }, eightMiB, 1024)
+    t.equal(stale.status, 401)
+    t.equal(stale.body, 'Error: x-apidate is outside the allowed clock window.')
+    t.ok(stale.closed)
+
+    const anonymous = await partialPost(service, path, {}, eightMiB, 1024)
+    t.equal(anonymous.status, 401)
+    t.equal(anonymous.body, 'Error: Missing credentials: x-apikey, x-apidate and x-apihmac are required.')
+
+    // A real key whose ACL does not cover the route: 403 before the body (and before the
+    // signature, which covers the body): not the key's call, so neither logged nor counted.
+    const outsider = await insertKey(service, { max_hits: '5/1Min' }, [])
+    const refused = await partialPost(service, path, { 'x-apikey': outsider.apiKey, 'x-apidate': now(), 'x-apihmac': 'a'.repeat(64) }, eightMiB, 1024)
+    t.equal(refused.status, 403)
+    t.equal(refused.body, `Error: Your ACL does not allow ${path}.`)
+    t.ok(refused.closed)
+    t.notMatch(refused.head, /x-requestid|ratelimit/i)
+    const logged = await service.kernel.database.db.selectFrom('api_log').select('id').where('key_id', '=', outsider.id).execute()
+    t.equal(logged.length, 0)
+
+    // An admitted caller gets its body read, then its signature checked over it.
+    const admitted = await service.call('POST', path, { body: { Id: 1, Photo: 'https://x/1.jpg' }, headers: { 'x-apihmac': 'b'.repeat(64) } })
+    t.equal(admitted.status, 401)
+    t.equal(admitted.text, 'Error: Signature (x-apihmac) does not match.')
+    t.equal((await service.call('GET', '/Api/Read/Acl')).status, 200, 'the service keeps answering')
+  }),
+)
+
+t.test('40 parallel 8 MiB bodies with a made-up key are never buffered', async (t) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const body = Buffer.alloc(eightMiB, 0x20) // one buffer, shared by every client socket
+  const baseline = process.memoryUsage().arrayBuffers
+  let peak = baseline
+  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().arrayBuffers)), 5)
+  const flood = Array.from({ length: 40 }, () => new Promise<number>((resolve) => {
+    const socket = connect(service.port, '127.0.0.1')
+    let data = ''
+    socket.on('data', (chunk) => (data += chunk))
+    socket.on('error', () => undefined)
+    socket.on('close', () => resolve(Number(data.split(' ')[1])))
+    socket.write(`POST /v1.0/People/Update/OnePhoto HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${eightMiB}\r\nx-apikey: kg_flood0000000000000000\r\nx-apidate: ${now()}\r\nx-apihmac: ${'c'.repeat(64)}\r\n\r\n`)
+    socket.write(body)
+  }))
+  const statuses = await Promise.all(flood)
+  clearInterval(sampler)
+  t.same([...new Set(statuses)], [401], 'every one refused')
+  // Buffering them would hold 40 x 8 MiB = 320 MiB of bodies; the client's one buffer is 8 MiB.
+  const grownMiB = (peak - baseline) / 1024 / 1024
+  t.ok(grownMiB < 64, `buffers grew by ${grownMiB.toFixed(1)} MiB during the flood`)
+  t.equal((await service.call('GET', '/Api/Read/Acl')).status, 200, 'the service keeps answering')
+})

@@ -1,0 +1,165 @@
+/**
+ * Replays and Idempotency-Key (issue 12): a captured signed write cannot be sent again
+ * within its clock window; reads stay replayable; a retry with the same Idempotency-Key
+ * and the same request gets the first answer without the work being done twice.
+ */
+import t from 'tap'
+import { signedHeaders } from '../kernel/auth/signature.ts'
+import { forEachDatabase, startService, type Service } from './helpers/service.ts'
+import { insertKey } from './helpers/keys.ts'
+
+/** Sends exactly these bytes and headers, as a captured request would be sent again. */
+async function send(service: Service, method: string, path: string, headers: Record<string, string>, body?: string) {
+  const response = await fetch(service.base + path, { method, headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json' }, body })
+  return { status: response.status, text: await response.text(), headers: response.headers }
+}
+
+async function peopleCount(service: Service): Promise<number> {
+  const db = service.kernel.database.db.withTables<{ people: { id: number } }>()
+  const row = await db.selectFrom('people').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+  return Number(row.n)
+}
+
+t.test('a replayed signed write is refused; reads stay replayable', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const body = JSON.stringify({ FirstName: 'Ada', LastName: 'Lovelace' })
+    const captured = signedHeaders(service.admin, 'POST', '/People/Update/OneChange', body)
+    const first = await send(service, 'POST', '/People/Update/OneChange', captured, body)
+    t.equal(first.status, 200, first.text)
+    const replayed = await send(service, 'POST', '/People/Update/OneChange', captured, body)
+    t.equal(replayed.status, 401)
+    t.equal(replayed.text, 'Error: This request was already used (replay).')
+    t.match(replayed.headers.get('x-requestid'), /^\d+$/, 'the refused replay is logged under the key it names')
+    t.equal(await peopleCount(service), 1, 'the replay made no second person')
+
+    // The same write, signed anew (another date), is a new request.
+    const again = await service.call('POST', '/People/Update/OneChange', { body: JSON.parse(body), date: new Date(Date.now() + 1000).toUTCString() })
+    t.equal(again.status, 200)
+    t.equal(await peopleCount(service), 2)
+
+    // The signature is remembered per key: the same bytes signed by another key are that key's first use.
+    const other = await insertKey(service)
+    const otherHeaders = signedHeaders(other, 'POST', '/People/Update/OneChange', body, { date: captured['x-apidate'] })
+    t.equal((await send(service, 'POST', '/People/Update/OneChange', otherHeaders, body)).status, 200)
+
+    // A write its schema refuses changed nothing; sent again it is refused the same way.
+    const bad = JSON.stringify({ FirstName: 'x'.repeat(300) })
+    const badHeaders = signedHeaders(service.admin, 'POST', '/People/Update/OneChange', bad)
+    t.equal((await send(service, 'POST', '/People/Update/OneChange', badHeaders, bad)).status, 400)
+    t.equal((await send(service, 'POST', '/People/Update/OneChange', badHeaders, bad)).status, 400)
+    t.equal(await peopleCount(service), 3)
+
+    // Reads change nothing and stay replayable: a GET, and a POST read.
+    const read = signedHeaders(service.admin, 'GET', '/Api/Read/Acl')
+    t.equal((await send(service, 'GET', '/Api/Read/Acl', read)).status, 200)
+    t.equal((await send(service, 'GET', '/Api/Read/Acl', read)).status, 200)
+    const historyBody = JSON.stringify({})
+    const history = signedHeaders(service.admin, 'POST', '/Api/Read/History', historyBody)
+    t.equal((await send(service, 'POST', '/Api/Read/History', history, historyBody)).status, 200)
+    t.equal((await send(service, 'POST', '/Api/Read/History', history, historyBody)).status, 200, 'POST /Api/Read/History is a read')
+
+    // Key creation (day code) is a write like any other.
+    const keyBody = JSON.stringify({ Display_Name: 'Replay target', GroupId: (await service.call('GET', '/Api/Read/Groups')).json[0].Id })
+    const create = signedHeaders(service.admin, 'POST', '/Api/Create/Key', keyBody, { today: service.today() })
+    t.equal((await send(service, 'POST', '/Api/Create/Key', create, keyBody)).status, 200)
+    const createdAgain = await send(service, 'POST', '/Api/Create/Key', create, keyBody)
+    t.equal(createdAgain.status, 401)
+    t.equal(createdAgain.text, 'Error: This request was already used (replay).')
+  }),
+)
+
+t.test('the replay memory lasts as long as the clock window, and no longer', async (t) => {
+  let now = Date.now()
+  const service = await startService(t, { kind: 'sqlite', clock: () => now })
+  const body = JSON.stringify({ FirstName: 'Grace', LastName: 'Hopper' })
+  const date = new Date(now).toUTCString()
+  const captured = signedHeaders(service.admin, 'POST', '/People/Update/OneChange', body, { date })
+  t.equal((await send(service, 'POST', '/People/Update/OneChange', captured, body)).status, 200)
+  now += 4 * 60_000
+  t.equal((await send(service, 'POST', '/People/Update/OneChange', captured, body)).status, 401, 'still inside the 5-minute window: a replay')
+  now += 2 * 60_000
+  const late = await send(service, 'POST', '/People/Update/OneChange', captured, body)
+  t.equal(late.status, 401, 'outside the window the date itself refuses it')
+  t.equal(late.text, 'Error: x-apidate is outside the allowed clock window.')
+})
+
+t.test('Idempotency-Key: the same request answers the stored answer; another request is 422', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const body = { FirstName: 'Katherine', LastName: 'Johnson' }
+    const headers = { 'Idempotency-Key': 'order-7f3a' }
+    const first = await service.call('POST', '/People/Update/OneChange', { body, headers })
+    t.equal(first.status, 200, first.text)
+    t.equal(first.headers.get('idempotent-replayed'), null)
+    // A retry signs again (a new date), so it is no replay; the key makes it the same request.
+    const retry = await service.call('POST', '/People/Update/OneChange', { body, headers, date: new Date(Date.now() + 1000).toUTCString() })
+    t.equal(retry.status, 200)
+    t.equal(retry.text, first.text, 'the first answer, byte for byte')
+    t.equal(retry.headers.get('idempotent-replayed'), 'true')
+    t.not(retry.headers.get('x-requestid'), first.headers.get('x-requestid'), 'the retry is a call of its own in the log')
+    t.equal(await peopleCount(service), 1, 'the work was done once')
+
+    // The same captured request with its key, sent again: the stored answer, no second person.
+    const raw = JSON.stringify(body)
+    const captured = { ...signedHeaders(service.admin, 'POST', '/People/Update/OneChange', raw, { date: new Date(Date.now() + 2000).toUTCString() }), ...headers }
+    t.equal((await send(service, 'POST', '/People/Update/OneChange', captured, raw)).status, 200)
+    t.equal(await peopleCount(service), 1)
+
+    const other = await service.call('POST', '/People/Update/OneChange', { body: { ...body, FirstName: 'Dorothy' }, headers })
+    t.equal(other.status, 422)
+    t.equal(other.text, 'Error: This Idempotency-Key was already used with another request.')
+    t.equal(await peopleCount(service), 1, 'the other request did nothing')
+
+    // Keys are per API key: another key may use the same Idempotency-Key for its own request.
+    const otherKey = await insertKey(service)
+    t.equal((await service.call('POST', '/People/Update/OneChange', { body, headers, key: otherKey })).status, 200)
+    t.equal(await peopleCount(service), 2)
+
+    // A refused body (400) is not stored: the key stays free for the corrected request.
+    const fresh = { 'Idempotency-Key': 'order-7f3b' }
+    t.equal((await service.call('POST', '/People/Update/OneChange', { body: { Nope: 1 }, headers: fresh })).status, 400)
+    t.equal((await service.call('POST', '/People/Update/OneChange', { body: { FirstName: 'Mary', LastName: 'Jackson' }, headers: fresh })).status, 200)
+
+    // A handler's 4xx is the answer of the work that ran: it is stored as it was.
+    const missing = { 'Idempotency-Key': 'remove-999999' }
+    const gone = await service.call('POST', '/People/Update/OneRemove', { body: { Id: 999999 }, headers: missing })
+    t.equal(gone.status, 404)
+    const goneAgain = await service.call('POST', '/People/Update/OneRemove', { body: { Id: 999999 }, headers: missing })
+    t.equal(goneAgain.status, 404)
+    t.equal(goneAgain.headers.get('idempotent-replayed'), 'true')
+
+    // A bad key value is a 400 that names the header; reads ignore the header.
+    const badKey = await service.call('POST', '/People/Update/OneChange', { body, headers: { 'Idempotency-Key': 'has space' } })
+    t.equal(badKey.status, 400)
+    t.equal(badKey.text, 'Error: Idempotency-Key must be 1 to 255 visible ASCII characters.')
+    t.equal((await service.call('GET', '/Api/Read/Acl', { headers })).status, 200)
+  }),
+)
+
+t.test('Idempotency-Key: a retry while the first call runs is 409; answers expire after 24 hours', async (t) => {
+  let now = Date.now()
+  const service = await startService(t, { kind: 'sqlite', clock: () => now })
+  const db = service.kernel.database.db
+  // A claim left by a call still running (or by a process that died mid-call).
+  await db.insertInto('api_idempotency').values({ key_id: service.admin.id, idem_key: 'busy', request_hash: 'x', status: 0, content_type: null, headers: null, body: null, created_at: now }).execute()
+  const body = { FirstName: 'Busy', LastName: 'Bee' }
+  const busy = await service.call('POST', '/People/Update/OneChange', { body, headers: { 'Idempotency-Key': 'busy' } })
+  t.equal(busy.status, 422, 'another request hash is a mismatch even while running')
+  await db.updateTable('api_idempotency').set({ request_hash: 'y' }).execute()
+  const first = await service.call('POST', '/People/Update/OneChange', { body, headers: { 'Idempotency-Key': 'day' } })
+  t.equal(first.status, 200)
+  const stored = await db.selectFrom('api_idempotency').selectAll().where('idem_key', '=', 'day').executeTakeFirstOrThrow()
+  await db.updateTable('api_idempotency').set({ status: 0 }).where('idem_key', '=', 'day').execute()
+  const running = await service.call('POST', '/People/Update/OneChange', { body, headers: { 'Idempotency-Key': 'day' } })
+  t.equal(running.status, 409)
+  t.equal(running.text, 'Error: A request with this Idempotency-Key is still being processed; try again shortly.')
+  await db.updateTable('api_idempotency').set({ status: stored.status }).where('idem_key', '=', 'day').execute()
+  const replayedAnswer = await service.call('POST', '/People/Update/OneChange', { body, headers: { 'Idempotency-Key': 'day' } })
+  t.equal(replayedAnswer.status, 200, replayedAnswer.text)
+  t.equal(replayedAnswer.headers.get('idempotent-replayed'), 'true')
+  now += 24 * 3_600_000 + 1000
+  const dayLater = await service.call('POST', '/People/Update/OneChange', { body, headers: { 'Idempotency-Key': 'day' }, date: new Date(now).toUTCString() })
+  t.equal(dayLater.status, 200)
+  t.equal(dayLater.headers.get('idempotent-replayed'), null, 'after 24 hours the key is new again')
+})
