@@ -34,6 +34,8 @@ export interface Config {
     queueMax: number
     purgeEveryMs: number
     purgeBatch: number
+    /** Request headers stored as [redacted] at LogLevel 2, beside the credential headers always redacted. */
+    redactHeaders?: string[]
   }
 }
 
@@ -95,6 +97,7 @@ const schema = {
         queueMax: positiveInt,
         purgeEveryMs: positiveInt,
         purgeBatch: positiveInt,
+        redactHeaders: { type: 'array', items: { type: 'string', pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" } },
       },
     },
   },
