@@ -10,12 +10,13 @@
 import t, { type Test } from 'tap'
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
 import { insertKey, type TestKey } from './helpers/keys.ts'
-import { SecretBox } from '../kernel/auth/secrets.ts'
+import { masterSecretBox, SecretBox } from '../kernel/auth/secrets.ts'
+import { masterKeyWarning } from '../kernel/auth/masterKey.ts'
 import { rotateMasterKey } from '../scripts/admin/masterKey.ts'
 
 async function sealedRows(service: Service) {
@@ -176,4 +177,20 @@ t.test('the CLI and the start warning (SQLite, real processes)', async (t) => {
   const quiet = await run(['kernel/boot/main.ts'], { ...base, MASTER_KEY: printed![1] }, /keygate listening/)
   t.match(quiet.stdout, /keygate listening/)
   t.notMatch(quiet.stderr, /master key/, 'no warning when the key is not in the data folder')
+})
+
+t.test('MASTER_KEY as a file; the warning names only a key inside the data folder', async (t) => {
+  const folder = mkdtempSync(join(tmpdir(), 'keygate-key-file-'))
+  t.teardown(() => rmSync(folder, { recursive: true, force: true }))
+  const dataDir = join(folder, 'data')
+  const keyFile = join(folder, 'master.key')
+  const key = randomBytes(32)
+  writeFileSync(keyFile, key.toString('hex') + '\n', { mode: 0o600 })
+  const sealed = new SecretBox(key).seal('secret', 'context')
+  t.equal(masterSecretBox(keyFile, dataDir).open(sealed, 'context'), 'secret', 'the file is read')
+  t.throws(() => masterSecretBox(join(folder, 'missing.key'), dataDir), { message: `master key file ${join(folder, 'missing.key')} does not exist` })
+  t.equal(masterKeyWarning(keyFile, dataDir), null, 'a file outside the data folder')
+  t.equal(masterKeyWarning(key.toString('hex'), dataDir), null, 'a value')
+  t.match(masterKeyWarning(null, dataDir), /^keygate: warning: the master key is in the data folder/)
+  t.match(masterKeyWarning(join(dataDir, 'keys', 'k'), dataDir), /^keygate: warning: the master key is in the data folder/, 'a file inside it')
 })

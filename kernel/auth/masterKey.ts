@@ -23,6 +23,7 @@ export function masterKeySource(configured: string | null, dataDir: string): Mas
 
 /** The keys in a key file, sealing key first. */
 export function readMasterKeyFile(file: string): Buffer[] {
+  if (!existsSync(file)) throw new Error(`master key file ${file} does not exist`)
   const lines = readFileSync(file, 'utf8').split('\n').map((line) => line.trim()).filter(Boolean)
   if (lines.length === 0 || !lines.every((line) => hexKey.test(line))) throw new Error(`${file} does not hold a 64-hex-digit master key`)
   return lines.map((line) => Buffer.from(line, 'hex'))
