@@ -101,15 +101,22 @@ export async function rotateMasterKey(kernel: Kernel, options: RotationOptions):
   return result
 }
 
-/** The CLI command: prints where the new key is, and what to do next. */
-export async function masterKeyCommand(kernel: Kernel, words: string[]): Promise<unknown> {
-  if (words[1] !== 'rotate') throw new Error('usage: master-key rotate')
-  const given = process.env.NEW_MASTER_KEY || undefined
-  if (given !== undefined && !/^[0-9a-f]{64}$/i.test(given)) throw new Error('NEW_MASTER_KEY must be 64 hex digits')
-  const result = await rotateMasterKey(kernel, {
-    newKey: given === undefined ? undefined : Buffer.from(given, 'hex'),
-    announce: (line) => console.log(line),
-  })
-  const next = result.Key === 'MASTER_KEY' ? 'set MASTER_KEY to the value printed above, then restart every process' : `the new key is in ${result.Key}; restart every process`
-  return { ...result, Next: next }
+/**
+ * The CLI command `master-key rotate`, shaped as one command family of the admin
+ * dispatcher: `words` are the words after `master-key`. Prints where the new key is
+ * and what to do next.
+ */
+export const masterKey = {
+  usage: '  master-key rotate                                 re-seal every stored secret under a new master key (NEW_MASTER_KEY=hex to choose it)',
+  async run(session: { kernel(): Promise<Kernel> }, words: string[]): Promise<unknown> {
+    if (words[0] !== 'rotate' || words.length !== 1) throw new Error('usage: master-key rotate')
+    const given = process.env.NEW_MASTER_KEY || undefined
+    if (given !== undefined && !/^[0-9a-f]{64}$/i.test(given)) throw new Error('NEW_MASTER_KEY must be 64 hex digits')
+    const result = await rotateMasterKey(await session.kernel(), {
+      newKey: given === undefined ? undefined : Buffer.from(given, 'hex'),
+      announce: (line) => console.log(line),
+    })
+    const next = result.Key === 'MASTER_KEY' ? 'set MASTER_KEY to the value printed above, then restart every process' : `the new key is in ${result.Key}; restart every process`
+    return { ...result, Next: next }
+  },
 }
