@@ -9,7 +9,7 @@ import { textProblem } from './textRule.ts'
  */
 const textKeyword = 'x-keygate-text'
 
-function checkText(this: unknown, _enabled: boolean, data: unknown): boolean {
+function checkText(_enabled: boolean, data: unknown): boolean {
   const problem = textProblem(data)
   if (problem === null) return true
   const error: Partial<ErrorObject> = {
@@ -34,7 +34,7 @@ export function newSchemaCompiler(input: 'body' | 'query'): Ajv {
   return ajv
 }
 
-/** Compiles an input schema with the text rule at its root (it runs before the schema's own keywords). */
+/** Compiles an input schema with the text rule added at its root (beside the schema's own keywords). */
 export function compileInput(ajv: Ajv, schema: AnySchema): ValidateFunction {
   const root = typeof schema === 'boolean' ? (schema ? {} : { not: {} }) : schema
   return ajv.compile({ ...root, [textKeyword]: true })
