@@ -5,6 +5,7 @@
  *   npm run --silent admin -- acl add --path /Api/Read/* --name TEXT [--group ID]... [--public] [--https] [--hash 0-5] [--json]
  *   npm run --silent admin -- key bootstrap --parent N --custno N --name NAME [--json]
  *   npm run --silent admin -- key list [--json]
+ *   npm run --silent admin -- master-key rotate [--json]   (scripts/admin/masterKey.ts)
  * A running server sees ACL and group changes within `cache.keyTtlSeconds` (60 s).
  */
 import { parseArgs } from 'node:util'
@@ -16,6 +17,7 @@ import { issueKey } from '../kernel/auth/keyIssuer.ts'
 import { aclPathProblem } from '../kernel/auth/aclPath.ts'
 import { isUniqueViolation } from '../kernel/storage/database.ts'
 import { httpDate } from '../kernel/auth/apiDate.ts'
+import { masterKey } from './admin/masterKey.ts'
 
 const usage = `usage: npm run --silent admin -- <command>
   daycode [--uri]                                   the current day code (x-apitoday)
@@ -24,6 +26,7 @@ const usage = `usage: npm run --silent admin -- <command>
           [--public] [--https] [--hash 0-5]
   key bootstrap --parent N --custno N --name NAME   an admin key for a tenant (the root key's groups)
   key list                                          every key, without secrets
+${masterKey.usage}
 options: --json for machine-readable output`
 
 class UsageError extends Error {}
@@ -95,6 +98,7 @@ async function run(kernel: Kernel, words: string[], options: Record<string, stri
       Active: (row.start_date === null || Number(row.start_date) <= now) && (row.end_date === null || now < Number(row.end_date)) ? 1 : 0,
     }))
   }
+  if (words[0] === 'master-key') return masterKey.run({ kernel: async () => kernel }, words.slice(1))
   throw new UsageError(usage)
 }
 

@@ -20,7 +20,7 @@ export interface Config {
   /** Peer addresses whose `X-Forwarded-Proto` is believed (a TLS-terminating proxy). */
   trustProxy: string[]
   tls: { certFile: string; keyFile: string } | null
-  /** 64 hex chars; when null a key is generated into dataDir/master.key (0600). */
+  /** 64 hex chars, or the path of a file holding them (contains a `/`); when null a key is generated into dataDir/master.key (0600). */
   masterKey: string | null
   /** 0-15, distinguishes processes inside request ids (D8); cluster workers add their index. */
   nodeId: number
@@ -37,6 +37,8 @@ export interface Config {
     queueMax: number
     purgeEveryMs: number
     purgeBatch: number
+    /** Request headers stored as [redacted] at LogLevel 2, beside the credential headers always redacted. */
+    redactHeaders?: string[]
   }
 }
 
@@ -70,7 +72,7 @@ const schema = {
         },
       ],
     },
-    masterKey: { type: ['string', 'null'], pattern: '^[0-9a-fA-F]{64}$' },
+    masterKey: { type: ['string', 'null'], pattern: '^([0-9a-fA-F]{64}|.*/.*)$' },
     nodeId: { type: 'integer', minimum: 0, maximum: 15 },
     workers: { type: 'integer', minimum: 1, maximum: 16 },
     serverName: { type: 'string', minLength: 1, maxLength: 100 },
@@ -103,6 +105,7 @@ const schema = {
         queueMax: positiveInt,
         purgeEveryMs: positiveInt,
         purgeBatch: positiveInt,
+        redactHeaders: { type: 'array', items: { type: 'string', pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" } },
       },
     },
   },

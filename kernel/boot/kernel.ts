@@ -3,7 +3,7 @@ import type { KernelServices, Plugin } from '../plugin.ts'
 import { openDatabase, type Database } from '../storage/database.ts'
 import { coreMigrations } from '../storage/coreMigrations.ts'
 import { migrate } from '../storage/migrator.ts'
-import { loadMasterKey, SecretBox } from '../auth/secrets.ts'
+import { masterSecretBox, type SecretBox } from '../auth/secrets.ts'
 import { KeyAdministration } from '../auth/keyAdministration.ts'
 import { bootstrap, loadDaySecret } from './bootstrap.ts'
 import type { IssuedKey } from '../auth/keyIssuer.ts'
@@ -62,7 +62,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     await database.close()
     throw error
   }
-  const secrets = new SecretBox(loadMasterKey(config.masterKey, config.dataDir))
+  const secrets = masterSecretBox(config.masterKey, config.dataDir)
   const daySecret = await loadDaySecret(db, secrets)
   const createdRootKey = await bootstrap(db, secrets, plugins, { dataDir: config.dataDir, now: clock() })
 

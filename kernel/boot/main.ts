@@ -9,6 +9,7 @@ import { loadConfig, ConfigError, type Config } from './config.ts'
 import { createKernel, type Kernel } from './kernel.ts'
 import { servePrimary, workerLink } from './cluster.ts'
 import type { IssuedKey } from '../auth/keyIssuer.ts'
+import { masterKeyWarning } from '../auth/masterKey.ts'
 
 function announceRootKey(config: Config, root: IssuedKey | null): void {
   if (!root) return
@@ -102,6 +103,8 @@ async function main(): Promise<void> {
     }
     throw error
   }
+  const warning = cluster.isPrimary ? masterKeyWarning(config.masterKey, config.dataDir) : null
+  if (warning) console.warn(warning)
   if (config.workers <= 1) return single(config)
   return cluster.isPrimary ? primary(config) : worker(config)
 }

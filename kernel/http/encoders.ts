@@ -1,6 +1,7 @@
 import { parse as toXml } from 'js2xmlparser'
 import Papa from 'papaparse'
 import type { ResponseFormat, Route } from '../plugin.ts'
+import { xmlName, xmlSafe } from './xmlSafe.ts'
 
 export interface Encoded {
   body: Buffer
@@ -52,6 +53,13 @@ const xmlOptions = {
   typeHandlers: { '[object Null]': () => '' },
 }
 
+/**
+ * CSV injection (OWASP): a text cell whose first non-space character is = + - @ (or
+ * their full-width forms ＝ ＋ － ＠), or that starts with a tab or carriage return, is
+ * quoted with a leading ' so a spreadsheet never runs it as a formula.
+ */
+const formulaStart = /^[\t\r]|^[\s\u3000]*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20]/
+
 function csvCell(value: unknown): unknown {
   return value !== null && typeof value === 'object' ? JSON.stringify(value) : value
 }
@@ -63,17 +71,16 @@ function toCsv(rows: unknown[]): string {
     for (const [name, value] of Object.entries(row)) flat[name] = csvCell(value)
     return flat
   })
-  // escapeFormulae: a cell starting with = + - @ is quoted with a leading ' so a
-  // spreadsheet never runs it (CSV injection).
-  return Papa.unparse(records, { escapeFormulae: true, newline: '\r\n' })
+  return Papa.unparse(records, { escapeFormulae: formulaStart, newline: '\r\n' })
 }
 
 /** Encodes a handler's answer in the chosen format. */
 export function encode(result: unknown, format: ResponseFormat, route: Pick<Route, 'xml' | 'csv'>, csvRows?: unknown[]): Encoded {
   if (format === 'json') return { body: Buffer.from(JSON.stringify(result)), contentType: contentTypes.json }
   if (format === 'xml') {
-    const content = Array.isArray(result) ? { [route.xml.item ?? 'Item']: result } : result
-    return { body: Buffer.from(toXml(route.xml.root, content ?? '', xmlOptions)), contentType: contentTypes.xml }
+    // xmlSafe: no stored text or field name can make the encoder throw (xmlSafe.ts).
+    const content = xmlSafe(Array.isArray(result) ? { [route.xml.item ?? 'Item']: result } : result)
+    return { body: Buffer.from(toXml(xmlName(route.xml.root), content ?? '', xmlOptions)), contentType: contentTypes.xml }
   }
   const rows = csvRows ?? (Array.isArray(result) ? result : [result])
   return { body: Buffer.from(toCsv(rows)), contentType: contentTypes.csv }

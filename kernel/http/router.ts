@@ -1,7 +1,7 @@
 import FindMyWay from 'find-my-way'
 import type { Route } from '../plugin.ts'
 import type { MountedRoute } from './exchange.ts'
-import { newSchemaCompiler } from './schemas.ts'
+import { compileInput, newSchemaCompiler } from './schemas.ts'
 
 /**
  * The route table: find-my-way, case-insensitive (D1), no slash folding, so every
@@ -24,8 +24,9 @@ export class RouteTable {
       plugin,
       route,
       writes: route.writes ?? (route.method === 'POST' && !/\/read\//i.test(route.path)),
-      validateBody: route.body ? this.bodyAjv.compile(route.body) : null,
-      validateQuery: route.query ? this.queryAjv.compile(route.query) : null,
+      validateBody: route.body ? compileInput(this.bodyAjv, route.body) : null,
+      // Every route's query, declared or not, gets the text rule (schemas.ts).
+      validateQuery: compileInput(this.queryAjv, route.query ?? {}),
     }
     this.mounted.push(mounted)
     this.router.on(route.method, this.basePath + route.path, () => undefined, mounted)

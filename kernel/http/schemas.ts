@@ -1,13 +1,43 @@
-import { Ajv, type ValidateFunction } from 'ajv'
+import { Ajv, type AnySchema, type ErrorObject, type ValidateFunction } from 'ajv'
 import { describeSchemaError } from './schemaErrors.ts'
+import { textProblem } from './textRule.ts'
+
+/**
+ * The keyword every input schema gets at its root (see compileInput): the text rule of
+ * textRule.ts applied to every string and field name at any depth of the value, whatever
+ * the schema itself declares, so no route or plugin can forget it.
+ */
+const textKeyword = 'x-keygate-text'
+
+function checkText(_enabled: boolean, data: unknown): boolean {
+  const problem = textProblem(data)
+  if (problem === null) return true
+  const error: Partial<ErrorObject> = {
+    keyword: 'text',
+    instancePath: problem.path.map((part) => `/${String(part).replaceAll('~', '~0').replaceAll('/', '~1')}`).join(''),
+    params: {},
+    message: problem.message,
+  }
+  ;(checkText as unknown as { errors: Partial<ErrorObject>[] }).errors = [error]
+  return false
+}
 
 /**
  * The one schema layer every route and plugin validates input with, so a rule about
  * what text the service accepts is made here once and no plugin can forget it.
  * Bodies are taken as sent; query values arrive as strings and are coerced.
+ * Compile input schemas with compileInput, which adds the text rule.
  */
 export function newSchemaCompiler(input: 'body' | 'query'): Ajv {
-  return new Ajv({ allErrors: false, coerceTypes: input === 'query', useDefaults: true, strict: false })
+  const ajv = new Ajv({ allErrors: false, coerceTypes: input === 'query', useDefaults: true, strict: false })
+  ajv.addKeyword({ keyword: textKeyword, schemaType: 'boolean', errors: true, validate: checkText })
+  return ajv
+}
+
+/** Compiles an input schema with the text rule added at its root (beside the schema's own keywords). */
+export function compileInput(ajv: Ajv, schema: AnySchema): ValidateFunction {
+  const root = typeof schema === 'boolean' ? (schema ? {} : { not: {} }) : schema
+  return ajv.compile({ ...root, [textKeyword]: true })
 }
 
 /**
@@ -15,6 +45,6 @@ export function newSchemaCompiler(input: 'body' | 'query'): Ajv {
  * of an import): the first violation as the same text a 400 would carry, or null.
  */
 export function schemaCheck(schema: object, where: 'body' | 'query' = 'body'): (value: unknown) => string | null {
-  const validate: ValidateFunction = newSchemaCompiler(where).compile(schema)
+  const validate: ValidateFunction = compileInput(newSchemaCompiler(where), schema)
   return (value) => (validate(value) ? null : describeSchemaError(validate.errors![0], where))
 }

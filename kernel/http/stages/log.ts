@@ -4,8 +4,8 @@ import type { CallLog, LogRow } from '../../callLog/callLog.ts'
 import type { Exchange } from '../exchange.ts'
 import type { Stage } from '../pipeline.ts'
 import { peerAddress, plainAddress } from '../transport.ts'
+import { headerRedaction } from '../../callLog/headerRedaction.ts'
 
-const credentialHeaders = new Set(['authorization', 'x-apikey', 'x-apidate', 'x-apihmac', 'x-apitoday'])
 const maxStoredBody = 64 * 1024
 
 /**
@@ -29,14 +29,14 @@ function withoutSecrets(name: string, value: unknown): unknown {
   return secretField.test(name) && (typeof value === 'string' || typeof value === 'number') ? '[redacted]' : value
 }
 
-function rawRequest(request: IncomingMessage, body: Buffer | undefined): string {
+function rawRequest(request: IncomingMessage, body: Buffer | undefined, redacted: (name: string) => boolean): string {
   // From rawHeaders: every line as sent (repeated ones too), without building headersDistinct.
   const headers: Record<string, string | string[]> = {}
   const raw = request.rawHeaders
   for (let index = 0; index < raw.length; index += 2) {
     const name = raw[index].toLowerCase()
     // Credentials are never stored; the key is already the record's owner.
-    const value = credentialHeaders.has(name) ? '[redacted]' : raw[index + 1]
+    const value = redacted(name) ? '[redacted]' : raw[index + 1]
     const earlier = headers[name]
     headers[name] = earlier === undefined ? value : Array.isArray(earlier) ? [...earlier, value] : [earlier, value]
   }
@@ -65,6 +65,7 @@ function loggedAnswer(exchange: Exchange, body: Buffer): string {
  */
 function callLogger(callLog: CallLog, config: Config, isSecure: (request: IncomingMessage) => boolean) {
   const serverName = config.serverName
+  const redacted = headerRedaction(config.log.redactHeaders ?? [])
   return (exchange: Exchange, status: number, body: Buffer, format: string): void => {
     const request = exchange.request
     const level = logLevelOf(exchange)
@@ -87,7 +88,7 @@ function callLogger(callLog: CallLog, config: Config, isSecure: (request: Incomi
       api_function: exchange.mounted.route.path,
       request_url: detailed ? (request.url ?? null) : null,
       http_user_agent: detailed ? (request.headers['user-agent'] ?? null) : null,
-      raw_request: detailed ? rawRequest(request, exchange.rawBody) : null,
+      raw_request: detailed ? rawRequest(request, exchange.rawBody, redacted) : null,
       response_code: status,
       response: failed ? clip(body.toString('utf8')) : detailed ? loggedAnswer(exchange, body) : null,
       response_format: failed ? 'text' : format,

@@ -1,0 +1,21 @@
+/**
+ * Which request headers the call log stores as `[redacted]` (issue 12, item 5): every
+ * header that carries a credential. Decided once, at start, from config
+ * `log.redactHeaders`; checking a header is then one lookup and one pattern test.
+ */
+
+/** Always redacted: our own credentials (D2), cookies, and proxy credentials. */
+const credentialHeaders = ['authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'x-apikey', 'x-apidate', 'x-apihmac', 'x-apitoday']
+
+/**
+ * Any other header whose name says it carries a credential: every kind of
+ * Authorization (`X-Forwarded-Authorization`, ...), cookies, tokens (`X-Auth-Token`,
+ * `X-CSRF-Token`), API keys (`X-API-Key`, `Api-Key`), secrets, passwords, sessions.
+ */
+const credentialName = /authorization|cookie|token|secret|passw|api-?key|session|credential/
+
+/** A test of a lower-case header name: true when its value must not be stored. */
+export function headerRedaction(configured: readonly string[]): (lowerCaseName: string) => boolean {
+  const names = new Set([...credentialHeaders, ...configured.map((name) => name.toLowerCase())])
+  return (lowerCaseName) => names.has(lowerCaseName) || credentialName.test(lowerCaseName)
+}

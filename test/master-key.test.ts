@@ -1,0 +1,196 @@
+/**
+ * Issue 12, item 6: the master key.
+ * - `admin master-key rotate` re-seals every API secret and the day secret under a new
+ *   key in one transaction, with the generated key file and with MASTER_KEY given as a
+ *   value; keys made before authenticate afterwards, the day code is unchanged.
+ * - An interrupted rotation (a failure mid-way, or after the commit) leaves every
+ *   secret readable and the service working.
+ * - `npm start` prints one warning line while the master key is in the data folder.
+ */
+import t, { type Test } from 'tap'
+import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { forEachDatabase, startService, type Service } from './helpers/service.ts'
+import { insertKey, type TestKey } from './helpers/keys.ts'
+import { masterSecretBox, SecretBox } from '../kernel/auth/secrets.ts'
+import { masterKeyWarning } from '../kernel/auth/masterKey.ts'
+import { rotateMasterKey } from '../scripts/admin/masterKey.ts'
+
+async function sealedRows(service: Service) {
+  const { db } = service.kernel.database
+  const keys = await db.selectFrom('api_keys').select(['api_key', 'secret_enc']).orderBy('id').execute()
+  const day = await db.selectFrom('kernel_settings').select('value').where('name', '=', 'day_secret').executeTakeFirstOrThrow()
+  return { keys, day: day.value }
+}
+
+function opensAll(box: SecretBox, rows: Awaited<ReturnType<typeof sealedRows>>): boolean {
+  try {
+    for (const row of rows.keys) box.open(row.secret_enc, row.api_key)
+    box.open(rows.day, 'day-secret')
+    return true
+  } catch {
+    return false
+  }
+}
+
+async function allAuthenticate(t: Test, service: Service, keys: TestKey[], label: string) {
+  for (const key of [service.admin, ...keys]) {
+    const call = await service.call('GET', '/Api/Read/Acl', { key })
+    t.equal(call.status, 200, `${label}: key ${key.apiKey.slice(0, 10)}... authenticates`)
+  }
+  // A call that needs the day code: the day secret survived too.
+  t.equal((await service.call('GET', '/Api/Read/Acl', { today: true })).status, 200, `${label}: the day code is accepted`)
+}
+
+const silent = () => {}
+
+/**
+ * Restarts through the first service, whose teardown stops whatever runs last (restarting
+ * a restarted service would leave the last one running past the test).
+ */
+async function restarted(first: Service, current: Service, overrides: Partial<Service['config']> = {}): Promise<Service> {
+  await current.stop()
+  return first.restart(overrides)
+}
+
+t.test('rotation with the generated key file', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const first = await startService(t, { kind })
+    let service = first
+    const keyFile = join(service.config.dataDir, 'master.key')
+    const oldFile = readFileSync(keyFile, 'utf8')
+    const oldKey = Buffer.from(oldFile.trim(), 'hex')
+    const keys = [await insertKey(service), await insertKey(service), await insertKey(service)]
+    const daySecret = Buffer.from(service.kernel.daySecret)
+    const before = await sealedRows(service)
+
+    // A failure mid-way: nothing changed, the old key file is back, every secret opens with it.
+    await t.rejects(rotateMasterKey(service.kernel, { announce: silent, failAfterSecrets: 2 }), { message: 'simulated failure after 2 secrets' })
+    t.equal(readFileSync(keyFile, 'utf8'), oldFile, 'the key file holds the old key again')
+    t.same(await sealedRows(service), before, 'no secret was re-sealed')
+    service = await restarted(first, service)
+    await allAuthenticate(t, service, keys, 'after an interrupted rotation')
+
+    // A failure after the commit (before the file holds the new key alone): both keys are in the file.
+    await t.rejects(rotateMasterKey(service.kernel, { announce: silent, failAfterCommit: true }), { message: 'simulated failure after the commit' })
+    const twoLines = readFileSync(keyFile, 'utf8').trim().split('\n')
+    t.equal(twoLines.length, 2, 'new key first, old key after')
+    t.equal(twoLines[1], oldKey.toString('hex'))
+    t.notOk(opensAll(new SecretBox(oldKey), await sealedRows(service)), 'the rows are sealed under the new key')
+    service = await restarted(first, service)
+    await allAuthenticate(t, service, keys, 'after a rotation interrupted after its commit')
+
+    // A whole rotation: the file holds one new key, 0600; the old key opens nothing.
+    const result = await rotateMasterKey(service.kernel, { announce: silent })
+    t.same(result, { Secrets: keys.length + 1, Settings: 1, Key: keyFile })
+    const newText = readFileSync(keyFile, 'utf8')
+    t.match(newText, /^[0-9a-f]{64}\n$/)
+    t.not(newText.trim(), twoLines[0], 'a new key again')
+    t.equal(statSync(keyFile).mode & 0o777, 0o600)
+    const after = await sealedRows(service)
+    t.ok(opensAll(new SecretBox(Buffer.from(newText.trim(), 'hex')), after), 'the new key opens every secret')
+    t.notOk(opensAll(new SecretBox(oldKey), after), 'the old key opens none')
+    t.notOk(opensAll(new SecretBox(Buffer.from(twoLines[0], 'hex')), after), 'nor the key of the interrupted run')
+    service = await restarted(first, service)
+    t.same(service.kernel.daySecret, daySecret, 'the day secret is the same')
+    await allAuthenticate(t, service, keys, 'after the rotation')
+  }),
+)
+
+t.test('rotation with MASTER_KEY given as a value', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const oldHex = randomBytes(32).toString('hex')
+    const first = await startService(t, { kind, config: { masterKey: oldHex } })
+    let service = first
+    const keys = [await insertKey(service), await insertKey(service)]
+    const before = await sealedRows(service)
+
+    const announced: string[] = []
+    await t.rejects(rotateMasterKey(service.kernel, { announce: (line) => announced.push(line), failAfterSecrets: 1 }))
+    t.same(await sealedRows(service), before, 'an interrupted run changes nothing')
+    t.ok(opensAll(new SecretBox(Buffer.from(oldHex, 'hex')), before))
+
+    const newKey = randomBytes(32)
+    announced.length = 0
+    const result = await rotateMasterKey(service.kernel, { newKey, announce: (line) => announced.push(line) })
+    t.same(announced, [`MASTER_KEY=${newKey.toString('hex')}`], 'the new value is printed once')
+    t.same(result, { Secrets: keys.length + 1, Settings: 1, Key: 'MASTER_KEY' })
+    const after = await sealedRows(service)
+    t.notOk(opensAll(new SecretBox(Buffer.from(oldHex, 'hex')), after), 'the old value opens nothing')
+    service = await restarted(first, service, { masterKey: newKey.toString('hex') })
+    await allAuthenticate(t, service, keys, 'with the new MASTER_KEY')
+    await t.rejects(rotateMasterKey(service.kernel, { newKey, announce: silent }), { message: 'the new master key is the one in use' })
+  }),
+)
+
+function run(args: string[], env: Record<string, string>, until?: RegExp): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import=tsx', ...args], { env: { ...process.env, ...env, CONFIG_FILE: '' }, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    const check = () => {
+      if (until && until.test(stdout)) child.kill('SIGTERM')
+    }
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk
+      check()
+    })
+    child.stderr.on('data', (chunk) => (stderr += chunk))
+    child.on('error', reject)
+    child.on('exit', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+t.test('the CLI and the start warning (SQLite, real processes)', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'keygate-master-key-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const base = { DATA_DIR: dataDir, PORT: '0', DATABASE_URL: '', MASTER_KEY: '', NEW_MASTER_KEY: '' }
+
+  const started = await run(['kernel/boot/main.ts'], base, /keygate listening/)
+  const warnings = started.stderr.split('\n').filter((line) => line.includes('master key'))
+  t.same(warnings, [`keygate: warning: the master key is in the data folder (${join(dataDir, 'master.key')}); a copy of that folder opens every stored secret. Set MASTER_KEY to the key or to a file outside it (SECURITY.md, "Master key").`])
+
+  const oldFile = readFileSync(join(dataDir, 'master.key'), 'utf8')
+  const codeBefore = await run(['scripts/admin.ts', 'daycode'], base)
+  const rotated = await run(['scripts/admin.ts', 'master-key', 'rotate', '--json'], base)
+  t.equal(rotated.code, 0, rotated.stderr)
+  t.match(JSON.parse(rotated.stdout), { Secrets: 1, Settings: 1, Key: join(dataDir, 'master.key') })
+  t.not(readFileSync(join(dataDir, 'master.key'), 'utf8'), oldFile)
+  const codeAfter = await run(['scripts/admin.ts', 'daycode'], base)
+  t.equal(codeAfter.code, 0)
+  t.equal(codeAfter.stdout, codeBefore.stdout, 'the day secret opens under the new key')
+
+  // Move to a value: MASTER_KEY set to the file's key, then rotated to a printed value.
+  const valueKey = readFileSync(join(dataDir, 'master.key'), 'utf8').trim()
+  rmSync(join(dataDir, 'master.key'))
+  const byValue = await run(['scripts/admin.ts', 'master-key', 'rotate'], { ...base, MASTER_KEY: valueKey })
+  t.equal(byValue.code, 0, byValue.stderr)
+  const printed = /^MASTER_KEY=([0-9a-f]{64})$/m.exec(byValue.stdout)
+  t.ok(printed, 'the new value is printed')
+  t.equal(byValue.stdout.split(printed![1]).length, 2, 'once')
+  t.equal((await run(['scripts/admin.ts', 'daycode'], { ...base, MASTER_KEY: printed![1] })).stdout, codeBefore.stdout)
+  t.equal((await run(['scripts/admin.ts', 'daycode'], { ...base, MASTER_KEY: valueKey })).code, 1, 'the old value no longer opens the secrets')
+
+  const quiet = await run(['kernel/boot/main.ts'], { ...base, MASTER_KEY: printed![1] }, /keygate listening/)
+  t.match(quiet.stdout, /keygate listening/)
+  t.notMatch(quiet.stderr, /master key/, 'no warning when the key is not in the data folder')
+})
+
+t.test('MASTER_KEY as a file; the warning names only a key inside the data folder', async (t) => {
+  const folder = mkdtempSync(join(tmpdir(), 'keygate-key-file-'))
+  t.teardown(() => rmSync(folder, { recursive: true, force: true }))
+  const dataDir = join(folder, 'data')
+  const keyFile = join(folder, 'master.key')
+  const key = randomBytes(32)
+  writeFileSync(keyFile, key.toString('hex') + '\n', { mode: 0o600 })
+  const sealed = new SecretBox(key).seal('secret', 'context')
+  t.equal(masterSecretBox(keyFile, dataDir).open(sealed, 'context'), 'secret', 'the file is read')
+  t.throws(() => masterSecretBox(join(folder, 'missing.key'), dataDir), { message: `master key file ${join(folder, 'missing.key')} does not exist` })
+  t.equal(masterKeyWarning(keyFile, dataDir), null, 'a file outside the data folder')
+  t.equal(masterKeyWarning(key.toString('hex'), dataDir), null, 'a value')
+  t.match(masterKeyWarning(null, dataDir), /^keygate: warning: the master key is in the data folder/)
+  t.match(masterKeyWarning(join(dataDir, 'keys', 'k'), dataDir), /^keygate: warning: the master key is in the data folder/, 'a file inside it')
+})
