@@ -30,6 +30,7 @@ import { cacheLookupStage } from '../http/stages/cache.ts'
 import { handleStage } from '../http/stages/handle.ts'
 import { callLogger } from '../http/stages/log.ts'
 import type { ClusterLink, Invalidation } from './cluster.ts'
+import { NodeRegistry, followNodeId } from '../cluster/nodeRegistry.ts'
 
 export interface KernelOptions {
   config: Config
@@ -81,13 +82,16 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const secrets = new SecretBox(loadMasterKey(config.masterKey, config.dataDir))
   const daySecret = await loadDaySecret(db, secrets)
   const createdRootKey = await bootstrap(db, secrets, plugins, { dataDir: config.dataDir, now: clock() })
+  const nodes = await NodeRegistry.start(db, { ...config.nodes, nodeId: config.nodeId, serverName: config.serverName, host: config.host, report })
+    .catch(async (error) => { await database.close(); throw error })
 
   const keys = new KeyDirectory(db, secrets, clock, config.cache.maxEntries, config.cache.keyTtlSeconds)
   const rateLimits = new RateLimits(options.cluster?.limiters ?? inMemoryLimiters(clock))
-  const requestIds = new RequestIds(config.nodeId, clock)
+  const requestIds = new RequestIds(nodes.nodeId, clock)
   const cache = new ResponseCache(config.cache.maxEntries, config.cache.responseBytes)
-  const callLog = new CallLog(db, config.log, clock, report, config.nodeId, (rows) => database.insertMany('api_log', rows))
+  const callLog = new CallLog(db, config.log, clock, report, nodes.nodeId, (rows) => database.insertMany('api_log', rows))
   requestIds.resumeAfter(await callLog.lastId())
+  followNodeId(nodes, requestIds, () => callLog.lastId(), report)
   callLog.startPurging()
 
   const keyPartition = (keyId: number) => `key:${keyId}`
@@ -124,6 +128,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       history: (keyId, query) => callLog.history(keyId, query),
     },
     rateLimits: { status: (caller) => rateLimits.status(caller, clock()) },
+    servers: { live: () => nodes.live() },
   }
 
   const routes = new RouteTable(config.basePath)
@@ -244,7 +249,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     daySecret,
     routes: () => routes.routes().map(({ plugin, route }) => ({ plugin, method: route.method, path: route.path, dayCode: route.dayCode === true, hasBody: route.body !== undefined })),
     listen() {
-      return new Promise((resolve, reject) => {
+      return new Promise<{ port: number; url: string }>((resolve, reject) => {
         server.once('error', reject)
         server.listen(config.port, config.host, () => {
           server.off('error', reject)
@@ -252,7 +257,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
           const host = config.host.includes(':') ? `[${config.host}]` : config.host
           resolve({ port, url: `${config.tls ? 'https' : 'http'}://${host}:${port}${config.basePath}` })
         })
-      })
+      }).then(async (listening) => (await nodes.serving(listening.port), listening))
     },
     close() {
       closing ??= (async () => {
@@ -272,6 +277,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         }
         await callLog.close()
         for (const plugin of plugins) await plugin.close?.()
+        await nodes.release()
         await database.close()
       })()
       return closing

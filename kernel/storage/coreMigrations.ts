@@ -93,5 +93,19 @@ export function coreMigrations(dialect: Dialect): Migrations {
         await db.schema.createIndex('api_log_detail_until').on('api_log').column('detail_until').execute()
       },
     },
+    '0200-node-registry-nodes': {
+      async up(db) {
+        await table(db, 'kernel_nodes')
+          .addColumn('node_id', 'integer', (c) => c.primaryKey())
+          .addColumn('instance_token', 'varchar(64)', (c) => c.notNull())
+          .addColumn('server_name', 'varchar(100)', (c) => c.notNull())
+          .addColumn('server_addr', 'varchar(64)')
+          .addColumn('server_port', 'integer')
+          .addColumn('version', 'varchar(32)', (c) => c.notNull())
+          .addColumn('started', 'bigint', (c) => c.notNull())
+          .addColumn('last_seen', 'bigint', (c) => c.notNull())
+          .execute()
+      },
+    },
   }
 }
