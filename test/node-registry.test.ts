@@ -232,3 +232,32 @@ t.test('the registry: a takeover is noticed, the database going away is survived
   await t.resolves(cutOff.release())
   await db.deleteFrom('kernel_nodes').where('server_name', '=', 'unit').execute()
 })
+
+t.test('WORKERS=2: each worker claims its own node id', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'keygate-workers-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const port = await freePort()
+  const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, WORKERS: '2' }
+  for (const name of ['DATABASE_URL', 'CONFIG_FILE', 'NODE_ID']) delete env[name]
+  const child = spawn(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { cwd: repository, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout.on('data', (chunk) => (output += chunk))
+  child.stderr.on('data', (chunk) => (output += chunk))
+  const exited = new Promise((done) => child.once('exit', done))
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  })
+  for (const started = Date.now(); !output.includes('2 workers');) {
+    if (child.exitCode !== null || Date.now() - started > 60_000) throw new Error(`the service did not start:\n${output}`)
+    await new Promise((done) => setTimeout(done, 50))
+  }
+  const stored = JSON.parse(readFileSync(join(dataDir, 'admin-key.json'), 'utf8'))
+  const admin: SigningKey = { apiKey: stored.Api_Key, secret: stored.Api_Secret }
+  const answer = await signedCall(`http://127.0.0.1:${port}/v1.0`, admin, 'GET', '/Api/Read/Servers')
+  t.equal(answer.status, 200)
+  const listed = JSON.parse(answer.text) as { Node_Id: number; Server_Port: number }[]
+  t.same(listed.map((server) => [server.Node_Id, server.Server_Port]), [[0, port], [1, port]],
+    'two workers on one port, node ids 0 and 1 (the primary gave back the id it held while it set the database up)')
+  child.kill('SIGTERM')
+  t.equal(await exited, 0)
+})
