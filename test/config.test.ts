@@ -51,6 +51,7 @@ t.test('a bad setting names itself', async (t) => {
     t.match((thrown as Error)?.message, message)
   }
   t.throws(() => loadConfig({ unknown: 1 } as never, {}), /unknown setting 'unknown'/)
+  t.throws(() => loadConfig({ nodes: { heartbeatMs: 30000, expireMs: 30000 } }, {}), /^invalid setting nodes\.heartbeatMs: must be less than nodes\.expireMs \(got 30000 >= 30000\)$/)
 })
 
 t.test('npm start with a bad setting stops with one line and a non-zero exit', async (t) => {

@@ -91,6 +91,14 @@ t.test('two processes on one database: both listed, each its own node id, reques
     t.same((await servers(service)).map((server) => server.Node_Id), [0, 9])
     const pinnedCall = await signedCall(pinned.base, service.admin, 'GET', '/Api/Read/Acl')
     t.equal(nodeOfId(Number(pinnedCall.headers.get('x-requestid'))), 9)
+    // The operator CLI runs on the same configuration but never listens: it leaves the id alone.
+    const rowOf9 = () => service.kernel.database.db.selectFrom('kernel_nodes').selectAll().where('node_id', '=', 9).executeTakeFirstOrThrow()
+    const before = await rowOf9()
+    const reports: unknown[] = []
+    const cli = await createKernel({ config: { ...service.config, port: 0, nodeId: 9 }, report: (error) => reports.push(error) })
+    await cli.close()
+    t.same(await rowOf9(), before, 'a kernel that never listens does not take a configured id')
+    t.same(reports, [])
     await pinned.kernel.close()
   }),
 )

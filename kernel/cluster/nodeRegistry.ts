@@ -73,6 +73,8 @@ export class NodeRegistry {
   private failing = false
   private beating: Promise<void> | null = null
   private released = false
+  /** A row of ours is in the table (a configured id writes it only when the process listens). */
+  private holding = false
 
   private constructor(
     private readonly db: Kysely<CoreTables>,
@@ -84,13 +86,23 @@ export class NodeRegistry {
     this.address = serverAddress(options.host)
   }
 
-  /** Claims a node id (or takes the configured one) and starts the heartbeat. */
+  /**
+   * Claims a free node id and starts the heartbeat. A configured id is only taken (and
+   * its row written) once the process listens: the operator CLI runs on the service's
+   * configuration, and must not take a serving process's id.
+   */
   static async start(db: Kysely<CoreTables>, options: NodeRegistryOptions): Promise<NodeRegistry> {
+    if (options.nodeId !== null) return new NodeRegistry(db, options, options.nodeId)
     const registry = new NodeRegistry(db, options, -1)
-    registry.current = await registry.claim()
-    registry.timer = setInterval(() => void registry.heartbeat(), options.heartbeatMs)
-    registry.timer.unref()
+    registry.current = await registry.claimFree()
+    registry.holding = true
+    registry.startBeating()
     return registry
+  }
+
+  private startBeating(): void {
+    this.timer ??= setInterval(() => void this.heartbeat(), this.options.heartbeatMs)
+    this.timer.unref()
   }
 
   /** This process's node id now (it changes only if another process took the old one over). */
@@ -175,6 +187,7 @@ export class NodeRegistry {
   /** The process now listens on `port`: from here on it is one of the service's servers. */
   async serving(port: number): Promise<void> {
     this.port = port
+    this.startBeating()
     await this.heartbeat()
   }
 
@@ -202,7 +215,8 @@ export class NodeRegistry {
       if (Number(kept.numUpdatedRows) === 0) {
         const lost = this.current
         this.current = await this.claim()
-        this.options.report(new Error(`node id ${lost} was taken over by another process while this one could not renew it; now node id ${this.current}`))
+        if (this.holding) this.options.report(new Error(`node id ${lost} was taken over by another process while this one could not renew it; now node id ${this.current}`))
+        this.holding = true
         if (this.current !== lost) for (const listener of this.listeners) listener(this.current)
       }
       this.failing = false
