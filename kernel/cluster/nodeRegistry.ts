@@ -15,7 +15,7 @@ import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Kysely } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
-import { isUniqueViolation } from '../storage/database.ts'
+import { isUniqueViolation, retryOnDeadlock } from '../storage/database.ts'
 import { nodeCount, type RequestIds } from '../callLog/requestId.ts'
 
 /** A live service process, as `kernel.servers.live()` lists it. Times are epoch milliseconds. */
@@ -94,7 +94,8 @@ export class NodeRegistry {
   static async start(db: Kysely<CoreTables>, options: NodeRegistryOptions): Promise<NodeRegistry> {
     if (options.nodeId !== null) return new NodeRegistry(db, options, options.nodeId)
     const registry = new NodeRegistry(db, options, -1)
-    registry.current = await registry.claimFree()
+    // MySQL may pick one of several processes starting at once as a deadlock victim.
+    registry.current = await retryOnDeadlock(() => registry.claimFree())
     registry.holding = true
     registry.startBeating()
     return registry
