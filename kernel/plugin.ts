@@ -13,6 +13,7 @@ import type { RateWindow } from './limits/maxHits.ts'
 import type { AclMatcher } from './auth/aclPath.ts'
 import type { HashMethod } from './auth/signature.ts'
 import type { KeyAdministration } from './auth/keyAdministration.ts'
+import type { LiveServer } from './cluster/nodeRegistry.ts'
 
 export interface Migration {
   /** `dialect` says which engine runs it, for the few column types that differ. */
@@ -177,6 +178,10 @@ export interface KernelServices {
   }
   readonly rateLimits: {
     status(caller: CallerKey): Promise<WindowStatus[]>
+  }
+  /** The service's processes on this database (D16): those seen within `nodes.expireMs`, by node id. */
+  readonly servers: {
+    live(): Promise<LiveServer[]>
   }
 }
 

@@ -38,6 +38,9 @@ export { compileAclPath, type AclMatcher } from './auth/aclPath.ts'
 // Keys, groups and ACL belong to the kernel; plugins change them through `kernel.keys`.
 export type { GroupRecord, IssuedKey, KeyAdministration, KeyChanges, KeyFields, KeyRecord } from './auth/keyAdministration.ts'
 
+// The service's live processes (D16), as `kernel.servers.live()` lists them.
+export type { LiveServer } from './cluster/nodeRegistry.ts'
+
 // Input checks with the kernel's own schema layer, and its 400 text.
 export { schemaCheck } from './http/schemas.ts'
 export { describeSchemaError } from './http/schemaErrors.ts'

@@ -11,7 +11,9 @@ t.test('defaults, file, environment, in that order', async (t) => {
   t.equal(config.port, 8080)
   t.equal(config.basePath, '/v1.0')
   t.equal(config.databaseUrl, null)
-  t.same(config.plugins, ['keys', 'acl', 'log', 'people'])
+  t.same(config.plugins, ['keys', 'acl', 'log', 'people', 'api'])
+  t.equal(config.nodeId, null, 'node ids are claimed from the database unless configured')
+  t.same(config.nodes, { heartbeatMs: 10000, expireMs: 30000 })
   t.equal(config.bodyLimit, 1048576)
   const folder = mkdtempSync(join(tmpdir(), 'keygate-config-'))
   t.teardown(() => rmSync(folder, { recursive: true, force: true }))
@@ -49,6 +51,7 @@ t.test('a bad setting names itself', async (t) => {
     t.match((thrown as Error)?.message, message)
   }
   t.throws(() => loadConfig({ unknown: 1 } as never, {}), /unknown setting 'unknown'/)
+  t.throws(() => loadConfig({ nodes: { heartbeatMs: 30000, expireMs: 30000 } }, {}), /^invalid setting nodes\.heartbeatMs: must be less than nodes\.expireMs \(got 30000 >= 30000\)$/)
 })
 
 t.test('npm start with a bad setting stops with one line and a non-zero exit', async (t) => {

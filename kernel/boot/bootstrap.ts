@@ -1,4 +1,5 @@
 import { writeFileSync, mkdirSync } from 'node:fs'
+import { createHash } from 'node:crypto'
 import { join } from 'node:path'
 import type { Kysely } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
@@ -55,9 +56,44 @@ export async function createGroup(db: Kysely<CoreTables>, group: DefaultGroup): 
 }
 
 /**
+ * The setting that remembers one default group was made (hashed: a group's name may
+ * be longer than a setting's).
+ */
+function defaultGroupMarker(plugin: string, group: string): string {
+  return `default_group_${createHash('sha256').update(`${plugin}\u0000${group}`).digest('hex').slice(0, 32)}`
+}
+
+function markGroupMade(db: Kysely<CoreTables>, plugin: string, group: string, now: number): Promise<string> {
+  return settleSetting(db, defaultGroupMarker(plugin, group), JSON.stringify({ plugin, group, at: new Date(now).toISOString() }))
+}
+
+/**
+ * Which default groups of a plugin to create now. Each group is created once: a setting
+ * per group remembers it, so an operator's later edits stand, and a group a plugin adds
+ * in a later version is created on an installation that has the plugin's older groups.
+ * Installations from before the per-group settings have only the plugin's setting: their
+ * groups that exist by name are recorded as made (and left as they are), the others are new.
+ */
+async function groupsToCreate(db: Kysely<CoreTables>, plugin: Plugin, now: number): Promise<DefaultGroup[]> {
+  const pluginMarker = `groups_of_${plugin.name}`
+  const madeBefore = (await readSetting(db, pluginMarker)) !== undefined
+  const created: DefaultGroup[] = []
+  for (const group of plugin.defaultGroups ?? []) {
+    const marker = defaultGroupMarker(plugin.name, group.name)
+    if ((await readSetting(db, marker)) !== undefined) continue
+    if (madeBefore && (await db.selectFrom('api_groups').select('id').where('display_name', '=', group.name).executeTakeFirst())) {
+      await markGroupMade(db, plugin.name, group.name, now)
+      continue
+    }
+    created.push(group)
+  }
+  return created
+}
+
+/**
  * First start (D10) and plugins enabled later: each enabled plugin's default groups are
- * created once (a setting remembers it, so an operator's later edits stand) and given
- * to the root admin key. On an empty database the root admin key is made as well.
+ * created once (see groupsToCreate) and given to the root admin key, and to no other
+ * key. On an empty database the root admin key is made as well.
  */
 export async function bootstrap(
   db: Kysely<CoreTables>,
@@ -67,13 +103,14 @@ export async function bootstrap(
 ): Promise<IssuedKey | null> {
   const newGroupIds: number[] = []
   for (const plugin of plugins) {
-    const marker = `groups_of_${plugin.name}`
-    if (!plugin.defaultGroups?.length || (await readSetting(db, marker)) !== undefined) continue
-    for (const group of plugin.defaultGroups) {
+    if (!plugin.defaultGroups?.length) continue
+    const groups = await groupsToCreate(db, plugin, options.now)
+    for (const group of groups) {
       const existing = await db.selectFrom('api_groups').select('id').where('display_name', '=', group.name).executeTakeFirst()
       newGroupIds.push(existing ? Number(existing.id) : await createGroup(db, group))
+      await markGroupMade(db, plugin.name, group.name, options.now)
     }
-    await settleSetting(db, marker, new Date(options.now).toISOString())
+    if (groups.length > 0) await settleSetting(db, `groups_of_${plugin.name}`, new Date(options.now).toISOString())
   }
 
   const rootKeyId = await readSetting(db, rootKeySetting)

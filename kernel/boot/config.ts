@@ -22,8 +22,11 @@ export interface Config {
   tls: { certFile: string; keyFile: string } | null
   /** 64 hex chars, or the path of a file holding them (contains a `/`); when null a key is generated into dataDir/master.key (0600). */
   masterKey: string | null
-  /** 0-15, distinguishes processes inside request ids (D8); cluster workers add their index. */
-  nodeId: number
+  /**
+   * 0-15, distinguishes processes inside request ids (D8); cluster workers add their
+   * index. Null (the default): each process claims a free one from the database (D16).
+   */
+  nodeId: number | null
   /** Processes serving the port (node:cluster); 1 = this process alone. */
   workers: number
   serverName: string
@@ -40,6 +43,8 @@ export interface Config {
     /** Request headers stored as [redacted] at LogLevel 2, beside the credential headers always redacted. */
     redactHeaders?: string[]
   }
+  /** The node registry (D16): how often a process says it is alive, and when it counts as gone. */
+  nodes: { heartbeatMs: number; expireMs: number }
 }
 
 const positiveInt = { type: 'integer', minimum: 1 }
@@ -73,7 +78,7 @@ const schema = {
       ],
     },
     masterKey: { type: ['string', 'null'], pattern: '^([0-9a-fA-F]{64}|.*/.*)$' },
-    nodeId: { type: 'integer', minimum: 0, maximum: 15 },
+    nodeId: { type: ['integer', 'null'], minimum: 0, maximum: 15 },
     workers: { type: 'integer', minimum: 1, maximum: 16 },
     serverName: { type: 'string', minLength: 1, maxLength: 100 },
     timeouts: {
@@ -107,6 +112,12 @@ const schema = {
         purgeBatch: positiveInt,
         redactHeaders: { type: 'array', items: { type: 'string', pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" } },
       },
+    },
+    nodes: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['heartbeatMs', 'expireMs'],
+      properties: { heartbeatMs: { type: 'integer', minimum: 50 }, expireMs: { type: 'integer', minimum: 100 } },
     },
   },
 } as const
@@ -199,7 +210,9 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
     throw new ConfigError(`invalid setting ${where}: ${detail} (got ${JSON.stringify(valueAt(merged, error.instancePath))})`)
   }
   const config = merged as unknown as Config
-  if (config.nodeId + config.workers > 16) throw new ConfigError(`invalid setting workers: nodeId + workers must be at most 16 (got ${config.nodeId} + ${config.workers})`)
+  if (config.nodeId !== null && config.nodeId + config.workers > 16) throw new ConfigError(`invalid setting workers: nodeId + workers must be at most 16 (got ${config.nodeId} + ${config.workers})`)
+  // A heartbeat slower than the expiry would make a live process look gone and lose its node id.
+  if (config.nodes.heartbeatMs >= config.nodes.expireMs) throw new ConfigError(`invalid setting nodes.heartbeatMs: must be less than nodes.expireMs (got ${config.nodes.heartbeatMs} >= ${config.nodes.expireMs})`)
   config.basePath = config.basePath.replace(/\/$/, '')
   config.dataDir = resolve(config.dataDir)
   return config

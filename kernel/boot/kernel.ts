@@ -20,6 +20,7 @@ import { invalidation, keyPartition } from './invalidation.ts'
 import { buildPipelines } from '../http/pipelines.ts'
 import { ReplayGuard } from '../auth/replayGuard.ts'
 import { IdempotencyStore } from '../http/idempotencyStore.ts'
+import { NodeRegistry, followNodeId } from '../cluster/nodeRegistry.ts'
 
 export interface KernelOptions {
   config: Config
@@ -65,6 +66,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const secrets = masterSecretBox(config.masterKey, config.dataDir)
   const daySecret = await loadDaySecret(db, secrets)
   const createdRootKey = await bootstrap(db, secrets, plugins, { dataDir: config.dataDir, now: clock() })
+  const nodes = await NodeRegistry.start(db, { ...config.nodes, nodeId: config.nodeId, serverName: config.serverName, host: config.host, report })
+    .catch(async (error) => { await database.close(); throw error })
 
   const keys = new KeyDirectory(db, secrets, clock, config.cache.maxEntries, config.cache.keyTtlSeconds)
   const limiterStore = options.cluster?.limiters ?? inMemoryLimiters(clock)
@@ -72,10 +75,11 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const replayGuard = new ReplayGuard(limiterStore)
   const idempotency = new IdempotencyStore(db, clock, 2 * config.timeouts.requestMs)
   idempotency.startPurging(10 * 60_000, report)
-  const requestIds = new RequestIds(config.nodeId, clock)
+  const requestIds = new RequestIds(nodes.nodeId, clock)
   const cache = new ResponseCache(config.cache.maxEntries, config.cache.responseBytes)
-  const callLog = new CallLog(db, config.log, clock, report, config.nodeId, (rows) => database.insertMany('api_log', rows))
+  const callLog = new CallLog(db, config.log, clock, report, nodes.nodeId, (rows) => database.insertMany('api_log', rows))
   requestIds.resumeAfter(await callLog.lastId())
+  followNodeId(nodes, requestIds, () => callLog.lastId(), report)
   callLog.startPurging()
 
   const invalidateEverywhere = invalidation(keys, cache, options.cluster)
@@ -99,6 +103,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       history: (keyId, query) => callLog.history(keyId, query),
     },
     rateLimits: { status: (caller) => rateLimits.status(caller, clock()) },
+    servers: { live: () => nodes.live() },
   }
 
   const routes = new RouteTable(config.basePath)
@@ -118,13 +123,14 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     createdRootKey,
     daySecret,
     routes: () => routes.routes().map(({ plugin, route }) => ({ plugin, method: route.method, path: route.path, dayCode: route.dayCode === true, hasBody: route.body !== undefined })),
-    listen: () => server.listen(),
+    listen: () => server.listen().then(async (listening) => (await nodes.serving(listening.port), listening)),
     close() {
       closing ??= (async () => {
         await server.close()
         idempotency.stop()
         await callLog.close()
         for (const plugin of plugins) await plugin.close?.()
+        await nodes.release()
         await database.close()
       })()
       return closing

@@ -87,7 +87,7 @@ async function primary(config: Config): Promise<void> {
 
 async function worker(config: Config): Promise<void> {
   const index = Number(process.env.KEYGATE_WORKER_INDEX ?? 0)
-  const kernel = await createKernel({ config: { ...config, nodeId: config.nodeId + index }, cluster: workerLink() })
+  const kernel = await createKernel({ config: { ...config, nodeId: config.nodeId === null ? null : config.nodeId + index }, cluster: workerLink() })
   await kernel.listen()
   onStopSignal(() => kernel.close())
 }

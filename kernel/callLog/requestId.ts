@@ -14,8 +14,17 @@ export class RequestIds {
   private lastMs = 0
   private sequence = 0
 
-  constructor(private readonly nodeId: number, private readonly clock: () => number = Date.now) {
-    if (!Number.isInteger(nodeId) || nodeId < 0 || nodeId >= 2 ** nodeBits) throw new Error('nodeId must be 0-15')
+  constructor(private nodeId: number, private readonly clock: () => number = Date.now) {
+    checkNodeId(nodeId)
+  }
+
+  /**
+   * Goes on under another node id: the node registry gave this process a new one
+   * because another process took over its old one (D16). Follow with `resumeAfter`.
+   */
+  useNode(nodeId: number): void {
+    checkNodeId(nodeId)
+    this.nodeId = nodeId
   }
 
   /**
@@ -41,6 +50,13 @@ export class RequestIds {
     }
     return this.lastMs * lowBits + this.nodeId * 2 ** sequenceBits + this.sequence
   }
+}
+
+/** How many node ids request ids can tell apart (0 to nodeCount - 1). */
+export const nodeCount = 2 ** nodeBits
+
+function checkNodeId(nodeId: number): void {
+  if (!Number.isInteger(nodeId) || nodeId < 0 || nodeId >= nodeCount) throw new Error(`nodeId must be 0-${nodeCount - 1}`)
 }
 
 /** The smallest id that could have been made at `timeMs` (for purging by age). */

@@ -110,5 +110,19 @@ export function coreMigrations(dialect: Dialect): Migrations {
         await db.schema.createIndex('api_idempotency_created').on('api_idempotency').column('created_at').execute()
       },
     },
+    '0004-node-registry': {
+      async up(db) {
+        await table(db, 'kernel_nodes')
+          .addColumn('node_id', 'integer', (c) => c.primaryKey())
+          .addColumn('instance_token', 'varchar(64)', (c) => c.notNull())
+          .addColumn('server_name', 'varchar(100)', (c) => c.notNull())
+          .addColumn('server_addr', 'varchar(64)')
+          .addColumn('server_port', 'integer')
+          .addColumn('version', 'varchar(32)', (c) => c.notNull())
+          .addColumn('started', 'bigint', (c) => c.notNull())
+          .addColumn('last_seen', 'bigint', (c) => c.notNull())
+          .execute()
+      },
+    },
   }
 }

@@ -91,4 +91,17 @@ export interface CoreTables {
     name: string
     value: string
   }
+  /** The node registry (D16): one row per node id a live (or lately dead) process holds. */
+  kernel_nodes: {
+    node_id: number
+    /** Random per process: whose row it is, so a successor's takeover is noticed. */
+    instance_token: string
+    server_name: string
+    server_addr: string | null
+    /** Null until the process listens (the operator CLI never does, and is no server). */
+    server_port: number | null
+    version: string
+    started: number
+    last_seen: number
+  }
 }

@@ -1,4 +1,5 @@
 import { badRequest, defineRoute, httpDate, notFound, parseInputDate, type CallerKey, type KernelServices, type Plugin, type WindowStatus } from '../../kernel/sdk.ts'
+import { levelsGroup, levelsRoute } from './levels.ts'
 
 /**
  * The call-log plugin (interface 2.3, 4.4, 4.6; D7, D8): a key reads the log record of
@@ -139,6 +140,7 @@ const logPlugin: Plugin = {
         { path: '/Api/Read/Limits', displayName: 'Read the state of your rate limits' },
       ],
     },
+    levelsGroup,
   ],
   setup(kernel) {
     return [
@@ -171,6 +173,7 @@ const logPlugin: Plugin = {
         // rate-limit stage already, so Remain includes it.
         handler: async (call) => limitsAnswer(await kernel.rateLimits.status(call.caller), kernel.clock()),
       }),
+      levelsRoute(),
     ]
   },
 }
