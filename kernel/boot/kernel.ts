@@ -12,6 +12,8 @@ import { KeyAdministration } from '../auth/keyAdministration.ts'
 import { bootstrap, loadDaySecret } from './bootstrap.ts'
 import type { IssuedKey } from '../auth/keyIssuer.ts'
 import { loadPlugins } from './pluginLoader.ts'
+import { mergedHistory } from './pluginHistory.ts'
+import { routeCatalog } from '../http/routeCatalog.ts'
 import { RouteTable } from '../http/router.ts'
 import { KeyDirectory } from '../auth/keyDirectory.ts'
 import { RateLimits, inMemoryLimiters, rateLimitHeaders } from '../limits/rateLimits.ts'
@@ -124,6 +126,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       history: (keyId, query) => callLog.history(keyId, query),
     },
     rateLimits: { status: (caller) => rateLimits.status(caller, clock()) },
+    routes: routeCatalog(plugins, () => routes.routes()),
+    history: mergedHistory(plugins),
   }
 
   const routes = new RouteTable(config.basePath)

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { Plugin } from '../plugin.ts'
+import { withHistoryFile } from './pluginHistory.ts'
 
 const pluginsFolder = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'plugins')
 
@@ -16,7 +17,7 @@ export async function loadPlugins(names: readonly string[], extra: readonly Plug
     if (!existsSync(file)) throw new Error(`plugin '${name}' is enabled in config but ${file} does not exist`)
     const module = (await import(pathToFileURL(file).href)) as { default?: Plugin }
     if (!module.default || module.default.name !== name) throw new Error(`plugins/${name}/index.ts must export default a Plugin named '${name}'`)
-    plugins.push(module.default)
+    plugins.push(withHistoryFile(module.default, join(pluginsFolder, name)))
   }
   for (const plugin of extra) {
     if (plugins.some((loaded) => loaded.name === plugin.name)) throw new Error(`plugin '${plugin.name}' is loaded twice`)

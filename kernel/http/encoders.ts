@@ -1,6 +1,7 @@
 import { parse as toXml } from 'js2xmlparser'
 import Papa from 'papaparse'
 import type { ResponseFormat, Route } from '../plugin.ts'
+import { RawAnswer } from './rawAnswer.ts'
 
 export interface Encoded {
   body: Buffer
@@ -70,6 +71,7 @@ function toCsv(rows: unknown[]): string {
 
 /** Encodes a handler's answer in the chosen format. */
 export function encode(result: unknown, format: ResponseFormat, route: Pick<Route, 'xml' | 'csv'>, csvRows?: unknown[]): Encoded {
+  if (result instanceof RawAnswer) return { body: result.body, contentType: result.contentType }
   if (format === 'json') return { body: Buffer.from(JSON.stringify(result)), contentType: contentTypes.json }
   if (format === 'xml') {
     const content = Array.isArray(result) ? { [route.xml.item ?? 'Item']: result } : result
