@@ -24,7 +24,7 @@ const publicOperations = [
   'GET /Api/Read/Reference/swagger-ui-bundle.js',
 ]
 
-const names = (list: { Method: string; Path: string }[]) => list.map((entry) => `${entry.Method} ${entry.Path}`).sort()
+const names = (list: Record<string, any>[]) => list.map((entry) => `${entry.Method} ${entry.Path}`).sort()
 
 async function createKey(service: Service, groupIds: number[], extra: Record<string, unknown> = {}): Promise<SigningKey & { id: number }> {
   const answer = await service.call('POST', '/Api/Create/Key', { body: { Display_Name: `List ${Math.random().toString(36).slice(2)}`, GroupId: groupIds, Require_Https: 0, ...extra }, today: true })
