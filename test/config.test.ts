@@ -11,7 +11,7 @@ t.test('defaults, file, environment, in that order', async (t) => {
   t.equal(config.port, 8080)
   t.equal(config.basePath, '/v1.0')
   t.equal(config.databaseUrl, null)
-  t.same(config.plugins, ['keys', 'acl', 'log', 'people'])
+  t.same(config.plugins, ['keys', 'acl', 'log', 'people', 'api'])
   t.equal(config.bodyLimit, 1048576)
   const folder = mkdtempSync(join(tmpdir(), 'keygate-config-'))
   t.teardown(() => rmSync(folder, { recursive: true, force: true }))
