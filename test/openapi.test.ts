@@ -46,6 +46,13 @@ t.test('the OpenAPI document: valid 3.1, every route, the signature as security 
     t.same(Object.keys(missing.responses['200'].content), ['application/json', 'application/xml', 'text/csv'])
     t.same(Object.keys(document.paths['/Api/Read/Changes/Rss'].get.responses['200'].content), ['application/rss+xml'])
 
+    // A detailed log (level 2) keeps a raw answer's type and size, not its bytes.
+    const logged = await service.call('GET', '/Api/Read/OpenApi', { headers: { 'x-LogLevel': '2' } })
+    t.equal(logged.status, 200)
+    const record = await service.call('POST', '/Api/Read/Log', { body: { LogRequestId: logged.headers.get('x-requestid') } })
+    t.equal(record.status, 200, record.text)
+    t.same(typeof record.json.Rsponse === 'string' ? JSON.parse(record.json.Rsponse) : record.json.Rsponse, { ContentType: 'application/json; charset=utf-8', Bytes: Buffer.byteLength(logged.text) })
+
     // Every path answers; a wrong body or a missing day code is a 400/401, never a 404.
     for (const operation of operations) {
       const [method, path] = operation.split(' ')

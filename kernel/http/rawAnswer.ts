@@ -11,4 +11,9 @@ export class RawAnswer {
   ) {
     this.body = typeof body === 'string' ? Buffer.from(body) : body
   }
+
+  /** What a level-2 call log keeps of it: its type and size, not megabytes of bytes as JSON. */
+  toJSON(): { ContentType: string; Bytes: number } {
+    return { ContentType: this.contentType, Bytes: this.body.length }
+  }
 }
