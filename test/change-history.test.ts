@@ -89,6 +89,9 @@ t.test('GET /Api/Read/Changes: the merged history, newest first, public, in json
     t.ok(entries.some((entry) => entry.Operation === 'GET /Api/Read/Acl' && entry.Kind === 'added' && entry.Date === '2026-11-22'), 'the seeded history')
     t.ok(entries.some((entry) => entry.Operation === 'GET /Api/Read/List' && entry.Version === '0.2.0'))
     t.equal((await service.call('GET', '/Api/Read/Changes')).status, 200, 'a signed call works as well')
+    const unknown = await service.call('GET', '/Api/Read/Changes?page=2', { key: null })
+    t.equal(unknown.status, 400, 'no query parameters but format')
+    t.match(unknown.text, /^Error: /)
 
     const xml = await service.call('GET', '/Api/Read/Changes?format=xml', { key: null })
     t.equal(xml.status, 200)

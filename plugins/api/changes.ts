@@ -65,7 +65,9 @@ export function changeRoutes(kernel: KernelServices) {
     defineRoute({
       method: 'GET',
       path: '/Api/Read/Changes',
-      // The history is part of the code: it changes only with a new start.
+      // The history is part of the code: it changes only with a new start. No query
+      // parameters (format aside): anonymous callers cannot fill the cache with variants.
+      query: { type: 'object', additionalProperties: false, properties: {} },
       cache: { ttlSeconds: 86_400, partition: () => 'api:changes' },
       xml: { root: 'Changes', item: 'Change' },
       handler: () => kernel.history(),
