@@ -10,6 +10,7 @@ import Papa from 'papaparse'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
 import { groupNamed } from './helpers/keys.ts'
 import type { SigningKey } from '../kernel/auth/signature.ts'
+import { loadConfig } from '../kernel/boot/config.ts'
 
 const fields = ['Method', 'Path', 'Display_Name', 'Plugin', 'Needs', 'Cached', 'Body', 'Query']
 
@@ -149,3 +150,10 @@ t.test('a disabled plugin\'s routes are not listed', (t) =>
     t.ok(list.some((entry) => entry.Path === '/Api/Read/Log'))
   }),
 )
+
+t.test('with the response cache switched off, nothing is listed as cached', async (t) => {
+  const service = await startService(t, { kind: 'sqlite', config: { cache: { ...loadConfig({}, {}).cache, responses: false } } })
+  const list = await listOf(t, service, service.admin)
+  t.equal(list.find((entry) => entry.Path === '/Api/Read/Acl')!.Cached, 0)
+  t.same(list.filter((entry) => entry.Cached !== 0), [])
+})

@@ -45,7 +45,7 @@ function queryParameters(schema: object | null): object[] {
   return Object.entries(properties).map(([name, property]) => ({ name, in: 'query', required: required.includes(name), schema: property }))
 }
 
-function operation(route: MountedRouteInfo): object {
+function operation(route: MountedRouteInfo, cachesAnswers: boolean): object {
   const signed: Record<string, string[]> = { apiKey: [], apiDate: [], apiHmac: [] }
   if (route.dayCode) signed.apiToday = []
   const answers = route.rawContentType === null
@@ -57,7 +57,7 @@ function operation(route: MountedRouteInfo): object {
     description: [
       `Plugin \`${route.plugin}\`.`,
       route.dayCode ? 'Needs the day code (x-apitoday).' : '',
-      route.cacheSeconds > 0 ? `Answers are cached ${route.cacheSeconds} seconds.` : '',
+      cachesAnswers && route.cacheSeconds > 0 ? `Answers are cached ${route.cacheSeconds} seconds.` : '',
       route.publicByDefault ? 'Public by default: callable without credentials.' : '',
     ].filter(Boolean).join(' '),
     tags: [route.plugin],
@@ -76,11 +76,11 @@ function operation(route: MountedRouteInfo): object {
 }
 
 /** The OpenAPI 3.1 document of every mounted route (D15), from the routes' own schemas. */
-export function openApiDocument(routes: readonly MountedRouteInfo[], history: readonly HistoryEntry[], basePath: string): object {
+export function openApiDocument(routes: readonly MountedRouteInfo[], history: readonly HistoryEntry[], basePath: string, cachesAnswers: boolean): object {
   const paths: Record<string, Record<string, object>> = {}
   for (const route of routes) {
     paths[route.path] ??= {}
-    paths[route.path][route.method.toLowerCase()] = operation(route)
+    paths[route.path][route.method.toLowerCase()] = operation(route, cachesAnswers)
   }
   return {
     openapi: '3.1.0',
@@ -106,7 +106,7 @@ export function openApiRoutes(kernel: KernelServices) {
       xml: { root: 'OpenApi' },
       rawContentType: openApiContentType,
       handler: () => {
-        document ??= Buffer.from(JSON.stringify(openApiDocument(kernel.routes(), kernel.history(), kernel.config.basePath)))
+        document ??= Buffer.from(JSON.stringify(openApiDocument(kernel.routes(), kernel.history(), kernel.config.basePath, kernel.config.cache.responses)))
         return new RawAnswer(openApiContentType, document)
       },
     }),

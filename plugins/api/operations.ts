@@ -22,7 +22,7 @@ function displayName(route: MountedRouteInfo, covering: AclEntry): string | null
   return route.summary ?? covering.displayName
 }
 
-function operationsFor(routes: readonly MountedRouteInfo[], caller: CallerKey): Operation[] {
+function operationsFor(routes: readonly MountedRouteInfo[], caller: CallerKey, cachesAnswers: boolean): Operation[] {
   const operations: Operation[] = []
   for (const route of routes) {
     // The same rule the ACL stage applies: the first entry that covers the canonical path.
@@ -35,7 +35,8 @@ function operationsFor(routes: readonly MountedRouteInfo[], caller: CallerKey): 
       Plugin: route.plugin,
       // A key with DayPass 1 needs the day code on every call (D5).
       Needs: route.dayCode || caller.dayPass === 1 ? 'key,date,hmac,today' : 'key,date,hmac',
-      Cached: route.cacheSeconds,
+      // With the response cache switched off (cache.responses false) nothing is cached.
+      Cached: cachesAnswers ? route.cacheSeconds : 0,
       Body: route.body,
       Query: route.query,
     })
@@ -68,7 +69,7 @@ export function operationRoutes(kernel: KernelServices) {
     }
     const variant = caller.dayPass === 1 ? 1 : 0
     if (byDayPass[variant] === undefined) {
-      const json = operationsFor(kernel.routes(), caller)
+      const json = operationsFor(kernel.routes(), caller, kernel.config.cache.responses)
       byDayPass[variant] = { json, xml: withSchemasAsText(json) }
     }
     return byDayPass[variant]
