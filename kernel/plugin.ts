@@ -109,6 +109,12 @@ export interface Route<Body = any, Query = any> {
   xml: { root: string; item?: string }
   /** How an answer becomes CSV rows when it is not already a list of records. */
   csv?: (result: any, call: Call<Body, Query>) => unknown[]
+  /**
+   * The content type of a route whose handler answers a `RawAnswer` (a page, a feed, a
+   * document) instead of a value encoded as json/xml/csv; shown in the route list and
+   * the OpenAPI document.
+   */
+  rawContentType?: string
   handler(call: Call<Body, Query>): unknown | Promise<unknown>
 }
 
@@ -183,6 +189,13 @@ export interface KernelServices {
   readonly servers: {
     live(): Promise<LiveServer[]>
   }
+  /**
+   * Every mounted route of every enabled plugin, built once on first use. Call it from a
+   * handler, not from `setup` (plugins set up one after another).
+   */
+  routes(): readonly MountedRouteInfo[]
+  /** The change history of every enabled plugin, merged, newest first (D15). */
+  history(): readonly HistoryEntry[]
 }
 
 export interface Plugin {
@@ -191,9 +204,45 @@ export interface Plugin {
   defaultGroups?: DefaultGroup[]
   setup(kernel: KernelServices): Route[] | Promise<Route[]>
   close?(): Promise<void>
+  /**
+   * The plugin's change history (D15), newest first. A plugin folder keeps it in
+   * `history.json` beside its index, which the loader reads; a plugin given as an
+   * object (tests, embedders) may carry it here.
+   */
+  history?: readonly HistoryEntry[]
 }
 
 /** Identity helper that gives route handlers their types. */
 export function defineRoute<Body = undefined, Query = Record<string, string>>(route: Route<Body, Query>): Route<Body, Query> {
   return route
+}
+
+/** One change of the interface (D15): adding a route, removing one, changing an answer's fields. */
+export interface HistoryEntry {
+  /** YYYY-MM-DD, the day the change landed. */
+  Date: string
+  Version: string
+  Kind: 'added' | 'modified' | 'removed'
+  Breaking: 0 | 1
+  /** Method and canonical path, e.g. "POST /Api/Create/Key". */
+  Operation: string
+  Description: string
+}
+
+/** A mounted route as `kernel.routes()` describes it. */
+export interface MountedRouteInfo {
+  plugin: string
+  method: 'GET' | 'POST'
+  path: string
+  dayCode: boolean
+  /** Seconds an answer is cached; 0 = not cached. */
+  cacheSeconds: number
+  body: object | null
+  query: object | null
+  /** Set when the route answers one fixed content type instead of json/xml/csv. */
+  rawContentType: string | null
+  /** The display name its plugin's default groups give this path, if any. */
+  summary: string | null
+  /** A default group of its plugin makes the path Is_Public (callable without credentials). */
+  publicByDefault: boolean
 }

@@ -11,10 +11,12 @@ export type {
   Call,
   CallerKey,
   DefaultGroup,
+  HistoryEntry,
   KernelServices,
   LogRecord,
   Migration,
   Migrations,
+  MountedRouteInfo,
   Plugin,
   PluginDatabase,
   ResponseFormat,
@@ -47,3 +49,6 @@ export { describeSchemaError } from './http/schemaErrors.ts'
 
 // Tables that behave the same on SQLite and MySQL/MariaDB.
 export { isUniqueViolation, portableTable, retryOnDeadlock, type Dialect } from './storage/database.ts'
+
+// An answer of its own content type (a page, a feed), sent as it is instead of json/xml/csv.
+export { RawAnswer } from './http/rawAnswer.ts'

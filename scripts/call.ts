@@ -1,9 +1,10 @@
 /**
  * A signing client: `npm run --silent call -- METHOD PATH [--body JSON] [--today CODE]
- * [--key-file F] [--base URL] [--header 'Name: value']...`. Signs with the kernel's own
- * code (D4) and prints status, headers and body. PATH is after the base path, e.g.
- * /Api/Read/Acl or '/People/Read/Missing?page=2'. The key comes from --key-file
- * (default <DATA_DIR>/admin-key.json) or KEYGATE_API_KEY + KEYGATE_API_SECRET.
+ * [--key-file F] [--base URL] [--header 'Name: value']... [--public]`. Signs with the
+ * kernel's own code (D4) and prints status, headers and body. PATH is after the base
+ * path, e.g. /Api/Read/Acl or '/People/Read/Missing?page=2'. The key comes from
+ * --key-file (default <DATA_DIR>/admin-key.json) or KEYGATE_API_KEY + KEYGATE_API_SECRET;
+ * --public sends no credentials at all (Is_Public paths such as /Api/Read/Changes).
  */
 import { parseArgs } from 'node:util'
 import { readFileSync } from 'node:fs'
@@ -11,7 +12,7 @@ import { join, resolve } from 'node:path'
 import { signedHeaders } from '../kernel/auth/signature.ts'
 import { loadConfig } from '../kernel/boot/config.ts'
 
-const usage = `usage: npm run --silent call -- METHOD PATH [--body JSON] [--today CODE] [--key-file FILE] [--base URL] [--header 'Name: value']...`
+const usage = `usage: npm run --silent call -- METHOD PATH [--body JSON] [--today CODE] [--key-file FILE] [--base URL] [--header 'Name: value']... [--public]`
 
 function fail(message: string): never {
   console.error(`call: ${message}`)
@@ -22,7 +23,7 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
     body: { type: 'string' }, today: { type: 'string' }, 'key-file': { type: 'string' }, base: { type: 'string' },
-    header: { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' },
+    header: { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' }, public: { type: 'boolean' },
   },
 })
 if (values.help || positionals.length !== 2) fail(usage)
@@ -30,8 +31,10 @@ const [method, path] = [positionals[0].toUpperCase(), positionals[1]]
 if (!path.startsWith('/')) fail('PATH starts with / and comes after the base path, e.g. /Api/Read/Acl')
 
 const config = loadConfig()
-let key: { apiKey: string; secret: string }
-if (process.env.KEYGATE_API_KEY && process.env.KEYGATE_API_SECRET && !values['key-file']) {
+let key: { apiKey: string; secret: string } | null = null
+if (values.public) {
+  if (values['key-file'] || values.today) fail('--public sends no credentials: leave out --key-file and --today')
+} else if (process.env.KEYGATE_API_KEY && process.env.KEYGATE_API_SECRET && !values['key-file']) {
   key = { apiKey: process.env.KEYGATE_API_KEY, secret: process.env.KEYGATE_API_SECRET }
 } else {
   const file = resolve(values['key-file'] ?? join(config.dataDir, 'admin-key.json'))
@@ -51,7 +54,7 @@ if (values.body !== undefined) {
 }
 const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host
 const base = values.base ?? `${config.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${config.port}${config.basePath}`
-const headers: Record<string, string> = signedHeaders(key, method, path, values.body, { today: values.today })
+const headers: Record<string, string> = key === null ? {} : signedHeaders(key, method, path, values.body, { today: values.today })
 if (values.body !== undefined) headers['content-type'] = 'application/json'
 for (const line of values.header ?? []) {
   const colon = line.indexOf(':')

@@ -138,6 +138,17 @@ t.test('GET /Api/Read/Limits', async (t) => {
   t.match(limits.json['1Mon'], { Limit: 100000, Remain: 99998, TimeLeft: '30 Days' })
   const hourReset = Date.parse(limits.json['1Hour'].ResetDate)
   t.ok(hourReset > before + 3_500_000 && hourReset <= before + 3_601_000, 'the hour resets about an hour after its first call')
+
+  // XML and CSV: one item per window, its label in Window (a label is no element name).
+  const xml = await service.call('GET', '/Api/Read/Limits?format=xml', { key })
+  t.equal(xml.status, 200)
+  t.match(xml.text, /<Limits>\s*<Window>\s*<Window>1Sec<\/Window>\s*<Limit>10<\/Limit>\s*<Remain>\d+<\/Remain>/)
+  t.equal(xml.text.match(/<Window>\s*<Window>/g)?.length, 3)
+  const csv = await service.call('GET', '/Api/Read/Limits?format=csv', { key })
+  t.equal(csv.status, 200)
+  const lines = csv.text.split('\r\n')
+  t.equal(lines[0], 'Window,Limit,Remain,ResetDate,TimeLeft')
+  t.same(lines.slice(1).map((line) => line.split(',')[0]), ['1Sec', '1Hour', '1Mon'])
 })
 
 t.test('in-memory windows follow the clock, including windows longer than a timer can hold', async (t) => {

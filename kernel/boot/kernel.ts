@@ -8,6 +8,8 @@ import { KeyAdministration } from '../auth/keyAdministration.ts'
 import { bootstrap, loadDaySecret } from './bootstrap.ts'
 import type { IssuedKey } from '../auth/keyIssuer.ts'
 import { loadPlugins } from './pluginLoader.ts'
+import { mergedHistory } from './pluginHistory.ts'
+import { routeCatalog } from '../http/routeCatalog.ts'
 import { RouteTable } from '../http/router.ts'
 import { KeyDirectory } from '../auth/keyDirectory.ts'
 import { RateLimits, inMemoryLimiters } from '../limits/rateLimits.ts'
@@ -104,6 +106,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     },
     rateLimits: { status: (caller) => rateLimits.status(caller, clock()) },
     servers: { live: () => nodes.live() },
+    routes: routeCatalog(plugins, () => routes.routes()),
+    history: mergedHistory(plugins),
   }
 
   const routes = new RouteTable(config.basePath)

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { Plugin } from '../plugin.ts'
+import { withHistoryFile } from './pluginHistory.ts'
 
 const builtInFolder = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'plugins')
 const entryFiles = ['index.ts', 'index.js', 'index.mjs']
@@ -57,7 +58,8 @@ export async function loadPlugins(entries: readonly string[], extra: readonly Pl
     const module = (await import(url)) as { default?: Plugin; plugin?: Plugin }
     const plugin = module.default ?? module.plugin
     if (builtIn && plugin?.name !== entry) throw new Error(`plugins/${entry}/index.ts must export default a Plugin named '${entry}'`)
-    add(plugin as Plugin, what)
+    // A plugin ships its change history as history.json beside its entry file.
+    add(withHistoryFile(plugin as Plugin, dirname(fileURLToPath(url))), what)
   }
   for (const plugin of extra) add(plugin, `plugin '${plugin.name}'`)
   return plugins

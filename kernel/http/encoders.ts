@@ -2,6 +2,7 @@ import { parse as toXml } from 'js2xmlparser'
 import Papa from 'papaparse'
 import type { ResponseFormat, Route } from '../plugin.ts'
 import { xmlName, xmlSafe } from './xmlSafe.ts'
+import { RawAnswer } from './rawAnswer.ts'
 
 export interface Encoded {
   body: Buffer
@@ -76,6 +77,7 @@ function toCsv(rows: unknown[]): string {
 
 /** Encodes a handler's answer in the chosen format. */
 export function encode(result: unknown, format: ResponseFormat, route: Pick<Route, 'xml' | 'csv'>, csvRows?: unknown[]): Encoded {
+  if (result instanceof RawAnswer) return { body: result.body, contentType: result.contentType }
   if (format === 'json') return { body: Buffer.from(JSON.stringify(result)), contentType: contentTypes.json }
   if (format === 'xml') {
     // xmlSafe: no stored text or field name can make the encoder throw (xmlSafe.ts).

@@ -81,6 +81,11 @@ export function limitsAnswer(windows: WindowStatus[], now: number): Record<strin
   return answer
 }
 
+/** The limits answer as one record per window, for XML and CSV. */
+function windowRows(answer: ReturnType<typeof limitsAnswer>) {
+  return Object.entries(answer).map(([Window, status]) => ({ Window, ...status }))
+}
+
 function inputTime(text: string | undefined, field: string): number | undefined {
   if (text === undefined) return undefined
   const time = parseInputDate(text)
@@ -168,10 +173,16 @@ const logPlugin: Plugin = {
       defineRoute({
         method: 'GET',
         path: '/Api/Read/Limits',
-        xml: { root: 'Limits' },
+        // A window's label (`10/1Sec`) is no XML element name: in XML and CSV each window
+        // is an item with its label in Window.
+        xml: { root: 'Limits', item: 'Window' },
+        csv: (result: ReturnType<typeof limitsAnswer>) => windowRows(result),
         // Not cached: it is the live state. The call itself has been counted by the
         // rate-limit stage already, so Remain includes it.
-        handler: async (call) => limitsAnswer(await kernel.rateLimits.status(call.caller), kernel.clock()),
+        handler: async (call) => {
+          const answer = limitsAnswer(await kernel.rateLimits.status(call.caller), kernel.clock())
+          return call.format === 'xml' ? windowRows(answer) : answer
+        },
       }),
       levelsRoute(),
     ]

@@ -1,0 +1,54 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { Ajv } from 'ajv'
+import type { HistoryEntry, Plugin } from '../plugin.ts'
+
+/** The shape of one change-history entry (D15); a plugin whose history does not fit stops the start. */
+const entrySchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['Date', 'Version', 'Kind', 'Breaking', 'Operation', 'Description'],
+  properties: {
+    Date: { type: 'string', pattern: '^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$' },
+    Version: { type: 'string', pattern: '^[0-9]+\\.[0-9]+\\.[0-9]+$' },
+    Kind: { enum: ['added', 'modified', 'removed'] },
+    Breaking: { enum: [0, 1] },
+    Operation: { type: 'string', pattern: '^(GET|POST) /[^\\s]*$' },
+    Description: { type: 'string', minLength: 1 },
+  },
+}
+const validateEntry = new Ajv({ strict: true, allErrors: false }).compile<HistoryEntry>(entrySchema)
+
+function checked(entries: unknown, where: string): HistoryEntry[] {
+  if (!Array.isArray(entries)) throw new Error(`${where} must be an array of change-history entries`)
+  entries.forEach((entry, index) => {
+    if (!validateEntry(entry)) {
+      const error = validateEntry.errors![0]
+      throw new Error(`${where}, entry ${index}: ${error.instancePath || 'the entry'} ${error.message}`)
+    }
+  })
+  return entries as HistoryEntry[]
+}
+
+/** The plugin with the history kept in `<folder>/history.json` when it has one and carries none itself. */
+export function withHistoryFile(plugin: Plugin, folder: string): Plugin {
+  const file = join(folder, 'history.json')
+  if (plugin.history !== undefined || !existsSync(file)) return plugin
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'))
+  } catch (error) {
+    throw new Error(`${file} is not valid JSON: ${(error as Error).message}`)
+  }
+  return { ...plugin, history: Object.freeze(checked(parsed, file)) }
+}
+
+/**
+ * `kernel.history()`: every enabled plugin's entries, newest first. Entries of one day
+ * keep their plugin's order; checked and merged once at start.
+ */
+export function mergedHistory(plugins: readonly Plugin[]): () => readonly HistoryEntry[] {
+  const entries = plugins.flatMap((plugin) => (plugin.history ? checked(plugin.history, `the history of plugin '${plugin.name}'`) : []))
+  const merged = Object.freeze(entries.map((entry) => Object.freeze({ ...entry })).sort((a, b) => (a.Date < b.Date ? 1 : a.Date > b.Date ? -1 : 0)))
+  return () => merged
+}

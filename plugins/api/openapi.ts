@@ -1,0 +1,114 @@
+import { RawAnswer, defineRoute, type HistoryEntry, type KernelServices, type MountedRouteInfo } from '../../kernel/sdk.ts'
+
+export const openApiContentType = 'application/json; charset=utf-8'
+
+const signature = [
+  'Every call that is not public is signed (keygate D2-D5). Send the four items as headers',
+  '(`x-apikey`, `x-apidate`, `x-apihmac`, and `x-apitoday` where needed) or as',
+  '`Authorization: <item> <value>` lines.',
+  '',
+  '```',
+  'StringToSign = METHOD + "\\n" + PATH + "\\n" + XAPIDATE + "\\n" + hex(sha256(BODY))',
+  'x-apihmac    = lowercase hex( HMAC( key = Api_Secret, StringToSign ) )',
+  '```',
+  '',
+  'PATH is the path after the base path with the query string exactly as sent; XAPIDATE the',
+  '`x-apidate` value byte for byte (an HTTP-date or RFC 3339 UTC, within the key\'s AllowHours,',
+  'default 5 minutes); BODY the raw body bytes. The HMAC hash is the one Require_Hash names',
+  '(1 md5, 2 sha1, 3 sha256, 4 sha384, 5 sha512; 0 = any of them).',
+].join('\n')
+
+const securitySchemes = {
+  apiKey: { type: 'apiKey', in: 'header', name: 'x-apikey', description: 'The key\'s Api_Key.\n\n' + signature },
+  apiDate: { type: 'apiKey', in: 'header', name: 'x-apidate', description: 'The time of the call, signed: an HTTP-date (`Sun, 22 Nov 2026 08:49:37 GMT`) or RFC 3339 UTC.' },
+  apiHmac: { type: 'apiKey', in: 'header', name: 'x-apihmac', description: 'The signature: lowercase hex HMAC of StringToSign with the key\'s Api_Secret (see apiKey).' },
+  apiToday: { type: 'apiKey', in: 'header', name: 'x-apitoday', description: 'The day code: RFC 6238 TOTP, HMAC-SHA-1, 8 digits, a 4-hour step. Needed where the operation says so, and on every call of a key with DayPass 1.' },
+}
+
+const errorAnswer = (description: string) => ({ description, content: { 'text/plain': { schema: { type: 'string', pattern: '^Error: ' } } } })
+
+const formatParameter = {
+  name: 'format',
+  in: 'query',
+  required: false,
+  description: 'The answer\'s format, overriding the key\'s ResponseFormat and the Accept header.',
+  schema: { type: 'string', enum: ['json', 'xml', 'csv'] },
+}
+
+/** `get_Api_Read_List`: unique, since method and path together are (case-insensitively). */
+function operationId(route: MountedRouteInfo): string {
+  return `${route.method.toLowerCase()}${route.path.replace(/[^A-Za-z0-9]+/g, '_')}`
+}
+
+function queryParameters(schema: object | null): object[] {
+  const { properties = {}, required = [] } = (schema ?? {}) as { properties?: Record<string, object>; required?: string[] }
+  return Object.entries(properties).map(([name, property]) => ({ name, in: 'query', required: required.includes(name), schema: property }))
+}
+
+function operation(route: MountedRouteInfo, cachesAnswers: boolean): object {
+  const signed: Record<string, string[]> = { apiKey: [], apiDate: [], apiHmac: [] }
+  if (route.dayCode) signed.apiToday = []
+  const answers = route.rawContentType === null
+    ? { 'application/json': {}, 'application/xml': {}, 'text/csv': {} }
+    : { [route.rawContentType.split(';')[0]]: {} }
+  return {
+    operationId: operationId(route),
+    summary: route.summary ?? `${route.method} ${route.path}`,
+    description: [
+      `Plugin \`${route.plugin}\`.`,
+      route.dayCode ? 'Needs the day code (x-apitoday).' : '',
+      cachesAnswers && route.cacheSeconds > 0 ? `Answers are cached ${route.cacheSeconds} seconds.` : '',
+      route.publicByDefault ? 'Public by default: callable without credentials.' : '',
+    ].filter(Boolean).join(' '),
+    tags: [route.plugin],
+    // Public by default: no credentials, or a signed call (an operator may change either).
+    security: route.publicByDefault ? [{}, signed] : [signed],
+    parameters: [...(route.rawContentType === null ? [formatParameter] : []), ...queryParameters(route.query)],
+    ...(route.body === null ? {} : { requestBody: { required: true, content: { 'application/json': { schema: route.body } } } }),
+    responses: {
+      200: { description: 'The answer, in the format asked for.', content: answers },
+      400: errorAnswer('Invalid JSON, query or body.'),
+      401: errorAnswer('Authentication failed.'),
+      403: errorAnswer('The ACL does not allow this path, or HTTPS is required.'),
+      429: errorAnswer('Rate limit exceeded.'),
+    },
+  }
+}
+
+/** The OpenAPI 3.1 document of every mounted route (D15), from the routes' own schemas. */
+export function openApiDocument(routes: readonly MountedRouteInfo[], history: readonly HistoryEntry[], basePath: string, cachesAnswers: boolean): object {
+  const paths: Record<string, Record<string, object>> = {}
+  for (const route of routes) {
+    paths[route.path] ??= {}
+    paths[route.path][route.method.toLowerCase()] = operation(route, cachesAnswers)
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'keygate',
+      version: history[0]?.Version ?? '0.0.0',
+      description: 'API keys, ACL groups, signed calls, rate limits, call logs and a people directory. Paths match case-insensitively. Every error is plain text starting `Error: `.\n\n' + signature,
+    },
+    servers: [{ url: basePath }],
+    tags: [...new Set(routes.map((route) => route.plugin))].map((name) => ({ name })),
+    paths,
+    components: { securitySchemes },
+  }
+}
+
+/** GET /Api/Read/OpenApi: public; built on the first call (every plugin's routes are mounted by then) and kept. */
+export function openApiRoutes(kernel: KernelServices) {
+  let document: Buffer | null = null
+  return [
+    defineRoute({
+      method: 'GET',
+      path: '/Api/Read/OpenApi',
+      xml: { root: 'OpenApi' },
+      rawContentType: openApiContentType,
+      handler: () => {
+        document ??= Buffer.from(JSON.stringify(openApiDocument(kernel.routes(), kernel.history(), kernel.config.basePath, kernel.config.cache.responses)))
+        return new RawAnswer(openApiContentType, document)
+      },
+    }),
+  ]
+}

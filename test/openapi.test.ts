@@ -1,0 +1,96 @@
+/**
+ * GET /Api/Read/OpenApi (D15): an OpenAPI 3.1 document of every mounted route, valid by
+ * a real validator (@seriousme/openapi-schema-validator), public; every path in it
+ * answers something other than 404. The reference page renders it with Swagger UI,
+ * served from this service under a CSP that loads nothing from elsewhere.
+ */
+import t from 'tap'
+import { Validator } from '@seriousme/openapi-schema-validator'
+import { forEachDatabase, startService } from './helpers/service.ts'
+
+t.test('the OpenAPI document: valid 3.1, every route, the signature as security scheme, public', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const answer = await service.call('GET', '/Api/Read/OpenApi', { key: null })
+    t.equal(answer.status, 200, 'public: no credentials needed')
+    t.equal(answer.headers.get('content-type'), 'application/json; charset=utf-8')
+    const document = answer.json
+    t.equal(document.openapi, '3.1.0')
+    t.same(document.servers, [{ url: '/v1.0' }])
+
+    const validator = new Validator()
+    const result = await validator.validate(structuredClone(document))
+    t.same(result.errors, undefined, 'no validation errors')
+    t.equal(result.valid, true, 'valid by @seriousme/openapi-schema-validator')
+    t.equal(validator.version, '3.1')
+    const broken = structuredClone(document)
+    delete broken.info
+    t.equal((await new Validator().validate(broken)).valid, false, 'the validator does refuse a broken document')
+
+    const schemes = document.components.securitySchemes
+    t.same(Object.keys(schemes).sort(), ['apiDate', 'apiHmac', 'apiKey', 'apiToday'])
+    t.same([schemes.apiKey.name, schemes.apiDate.name, schemes.apiHmac.name, schemes.apiToday.name], ['x-apikey', 'x-apidate', 'x-apihmac', 'x-apitoday'])
+    for (const scheme of Object.values(schemes) as { type: string; in: string }[]) t.same([scheme.type, scheme.in], ['apiKey', 'header'])
+    t.match(schemes.apiKey.description, /StringToSign = METHOD \+ "\\n" \+ PATH/, 'the signature (D4) is described')
+
+    const routes = service.kernel.services.routes()
+    const operations = Object.entries(document.paths as Record<string, Record<string, any>>).flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`))
+    t.same(operations.sort(), routes.map((route) => `${route.method} ${route.path}`).sort(), 'one operation per mounted route')
+    const create = document.paths['/Api/Create/Key'].post
+    t.same(create.security, [{ apiKey: [], apiDate: [], apiHmac: [], apiToday: [] }], 'the day code where the route needs it')
+    t.same(create.requestBody.content['application/json'].schema, routes.find((route) => route.path === '/Api/Create/Key')!.body, 'the route\'s own body schema')
+    t.same(document.paths['/Api/Read/Acl'].get.security, [{ apiKey: [], apiDate: [], apiHmac: [] }])
+    t.same(document.paths['/Api/Read/Changes'].get.security, [{}, { apiKey: [], apiDate: [], apiHmac: [] }], 'public paths: no credentials, or signed')
+    const missing = document.paths['/People/Read/Missing'].get
+    t.ok(missing.parameters.some((parameter: { name: string; in: string }) => parameter.name === 'page' && parameter.in === 'query'), 'query schema properties become parameters')
+    t.same(Object.keys(missing.responses['200'].content), ['application/json', 'application/xml', 'text/csv'])
+    t.same(Object.keys(document.paths['/Api/Read/Changes/Rss'].get.responses['200'].content), ['application/rss+xml'])
+
+    // A detailed log (level 2) keeps a raw answer's type and size, not its bytes.
+    const logged = await service.call('GET', '/Api/Read/OpenApi', { headers: { 'x-LogLevel': '2' } })
+    t.equal(logged.status, 200)
+    const record = await service.call('POST', '/Api/Read/Log', { body: { LogRequestId: logged.headers.get('x-requestid') } })
+    t.equal(record.status, 200, record.text)
+    t.same(typeof record.json.Rsponse === 'string' ? JSON.parse(record.json.Rsponse) : record.json.Rsponse, { ContentType: 'application/json; charset=utf-8', Bytes: Buffer.byteLength(logged.text) })
+
+    // Every path answers; a wrong body or a missing day code is a 400/401, never a 404.
+    for (const operation of operations) {
+      const [method, path] = operation.split(' ')
+      const called = await service.call(method, path, method === 'POST' ? { body: {} } : {})
+      t.not(called.status, 404, `${operation} answers ${called.status}`)
+      t.not(called.status, 500, `${operation} does not fail`)
+    }
+  }),
+)
+
+t.test('the reference page: Swagger UI from this service, nothing from elsewhere', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const page = await service.call('GET', '/Api/Read/Reference', { key: null })
+    t.equal(page.status, 200)
+    t.equal(page.headers.get('content-type'), 'text/html; charset=utf-8')
+    const csp = page.headers.get('content-security-policy')!
+    t.match(csp, /default-src 'none'/)
+    t.match(csp, /script-src 'self'(;|$)/)
+    t.match(csp, /connect-src 'self'(;|$)/)
+    t.notMatch(csp, /unsafe-inline|unsafe-eval|https?:/)
+    t.notMatch(page.text, /https?:\/\//, 'no absolute URL in the page')
+    t.notMatch(page.text, /<script>|<style|style=/, 'no inline script or style')
+
+    const sources = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1])
+    t.same(sources, ['Reference/swagger-ui.css', 'Reference/swagger-ui-bundle.js', 'Reference/reference.js'])
+    const types: Record<string, RegExp> = { css: /^text\/css/, js: /^text\/javascript/ }
+    for (const source of sources) {
+      const file = await service.call('GET', `/Api/Read/${source}`, { key: null })
+      t.equal(file.status, 200, source)
+      t.match(file.headers.get('content-type'), types[source.slice(source.lastIndexOf('.') + 1)], `${source} content type`)
+      t.ok(file.text.length > 0)
+    }
+    const bundle = await service.call('GET', '/Api/Read/Reference/swagger-ui-bundle.js', { key: null })
+    t.match(bundle.text, /SwaggerUIBundle/, 'the renderer from swagger-ui-dist')
+    const starter = await service.call('GET', '/Api/Read/Reference/reference.js', { key: null })
+    t.match(starter.text, /url: 'OpenApi'/, 'renders this service\'s document')
+    t.match(starter.text, /validatorUrl: null/, 'and never sends it to validator.swagger.io')
+    t.notMatch(starter.text, /https?:\/\//)
+  }),
+)

@@ -1,0 +1,99 @@
+/**
+ * Every operation answers in json, xml and csv (D12): each mounted route is called once
+ * per format with a sample input that succeeds, and each answer is parsed by a real
+ * parser (JSON.parse, fast-xml-parser, papaparse). Routes of their own content type
+ * (RawAnswer) answer that type whatever the format. A route that answers 200 neither to
+ * a bare call (GET, or POST with `{}`) nor to a sample below fails here: add its sample.
+ */
+import t from 'tap'
+import { XMLParser, XMLValidator } from 'fast-xml-parser'
+import Papa from 'papaparse'
+import { forEachDatabase, startService, type CallOptions, type Service } from './helpers/service.ts'
+import type { ResponseFormat } from '../kernel/plugin.ts'
+import { insertKey } from './helpers/keys.ts'
+
+type Sample = (service: Service, format: ResponseFormat) => Promise<CallOptions>
+
+async function person(service: Service, name: string): Promise<number> {
+  const created = await service.call('POST', '/People/Update/OneChange', { body: { FirstName: 'Format', LastName: name } })
+  if (created.status !== 200) throw new Error(`person: ${created.status} ${created.text}`)
+  return created.json.Id
+}
+
+async function importId(service: Service): Promise<number> {
+  const started = await service.call('POST', '/people/update/importinit', { body: {} })
+  if (started.status !== 200) throw new Error(`importinit: ${started.status} ${started.text}`)
+  return started.json.ImportId
+}
+
+/** A call that succeeds, per operation (lower-case "METHOD /path"), where a bare one does not. */
+const samples: Record<string, Sample> = {
+  'post /api/create/key': async (service, format) => {
+    const groups = (await service.call('GET', '/Api/Read/Groups')).json as { Id: number }[]
+    return { today: true, body: { Display_Name: `Formats ${format} ${service.kind}`, GroupId: groups[0].Id, Require_Https: 0 } }
+  },
+  'post /api/edit/key': async (service, format) => {
+    const groups = (await service.call('GET', '/Api/Read/Groups')).json as { Id: number }[]
+    const created = await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: `Edited ${format}`, GroupId: groups[0].Id, Require_Https: 0 } })
+    return { today: true, body: { KeyId: created.json.Id, LogLevel: 1 } }
+  },
+  'post /api/read/log': async (service) => {
+    const earlier = await service.call('GET', '/Api/Read/Acl')
+    return { body: { LogRequestId: earlier.headers.get('x-requestid') } }
+  },
+  'post /people/update/onechange': async (_service, format) => ({ body: { FirstName: 'Format', LastName: format } }),
+  'post /people/update/onephoto': async (service, format) => ({ body: { Id: await person(service, `photo ${format}`), Photo: 'photos/format.jpg' } }),
+  'post /people/update/oneremove': async (service, format) => ({ body: { Id: await person(service, `remove ${format}`) } }),
+  'post /people/update/onerecall': async (service, format) => ({ body: { Id: await person(service, `recall ${format}`) } }),
+  'post /people/update/oneterminate': async (service, format) => ({ body: { Id: await person(service, `terminate ${format}`) } }),
+  'post /people/update/importmass': async (service) => ({ body: { ImportId: await importId(service), People: [{ Source_Id: 'format-1', FirstName: 'Imported', LastName: 'Person' }] } }),
+  'post /people/update/importterm': async (service, format) => {
+    const id = await importId(service)
+    await service.call('POST', '/people/update/importmass', { body: { ImportId: id, People: [{ Source_Id: `term-${format}`, FirstName: 'Kept', LastName: 'Person' }] } })
+    return { body: { ImportId: id } }
+  },
+  // A key with rate limits, so there are windows to show.
+  'get /api/read/limits': async (service) => ({ key: await insertKey(service, { max_hits: '100/1Min,1000/1Day' }) }),
+  'post /people/read/filtered': async () => ({ body: { filter: 'LastName=Listed' } }),
+  'post /people/read/sorted': async () => ({ body: { sort: '-LastName' } }),
+}
+
+const contentTypes: Record<ResponseFormat, RegExp> = { json: /^application\/json; charset=utf-8$/, xml: /^application\/xml; charset=utf-8$/, csv: /^text\/csv; charset=utf-8$/ }
+
+t.test('every operation in json, xml and csv', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    // Something to list: a person without a photo.
+    await person(service, 'Listed')
+    const xmlParser = new XMLParser()
+    for (const route of service.kernel.services.routes()) {
+      const operation = `${route.method} ${route.path}`
+      const sample = samples[operation.toLowerCase()]
+      for (const format of ['json', 'xml', 'csv'] as const) {
+        const options: CallOptions = sample ? await sample(service, format) : route.method === 'POST' ? { body: {} } : {}
+        const separator = route.path.includes('?') ? '&' : '?'
+        const answer = await service.call(route.method, `${route.path}${separator}format=${format}`, options)
+        if (answer.status !== 200) {
+          t.fail(`${operation} (${format}) answered ${answer.status} ${answer.text.slice(0, 200)}: add a sample call for it to test/response-formats.test.ts`)
+          continue
+        }
+        const type = answer.headers.get('content-type')!
+        if (route.rawContentType !== null) {
+          t.equal(type, route.rawContentType, `${operation}: its own type whatever the format (${format})`)
+          continue
+        }
+        t.match(type, contentTypes[format], `${operation} as ${format}`)
+        if (format === 'json') t.doesNotThrow(() => JSON.parse(answer.text), `${operation}: JSON`)
+        if (format === 'xml') {
+          t.equal(XMLValidator.validate(answer.text), true, `${operation}: well-formed XML`)
+          t.ok(Object.keys(xmlParser.parse(answer.text)).length > 0, `${operation}: XML with a root element`)
+        }
+        if (format === 'csv') {
+          const parsed = Papa.parse<Record<string, string>>(answer.text, { header: true, skipEmptyLines: true, delimiter: ',' })
+          t.same(parsed.errors, [], `${operation}: CSV without errors`)
+          t.ok((parsed.meta.fields ?? []).length > 0, `${operation}: CSV with a header row`)
+        }
+      }
+    }
+  }),
+)
