@@ -13,6 +13,7 @@ import type { RateWindow } from './limits/maxHits.ts'
 import type { AclMatcher } from './auth/aclPath.ts'
 import type { HashMethod } from './auth/signature.ts'
 import type { KeyAdministration } from './auth/keyAdministration.ts'
+import type { TenantServices } from './tenants/tenants.ts'
 
 export interface Migration {
   /** `dialect` says which engine runs it, for the few column types that differ. */
@@ -172,6 +173,8 @@ export interface KernelServices {
   readonly rateLimits: {
     status(caller: CallerKey): Promise<WindowStatus[]>
   }
+  /** Tenant entitlements and usage, the room check a create runs in its transaction, time zones, display players (D14). */
+  readonly tenants: TenantServices
 }
 
 export interface Plugin {

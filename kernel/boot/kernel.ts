@@ -30,6 +30,7 @@ import { cacheLookupStage } from '../http/stages/cache.ts'
 import { handleStage } from '../http/stages/handle.ts'
 import { callLogger } from '../http/stages/log.ts'
 import type { ClusterLink, Invalidation } from './cluster.ts'
+import { Tenants } from '../tenants/tenants.ts'
 
 export interface KernelOptions {
   config: Config
@@ -104,10 +105,11 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     options.cluster?.broadcast(invalidation)
   }
 
+  const tenants = new Tenants(db, dialect, clock, config.people.timeZone)
   const keyAdministration = new KeyAdministration(db, dialect, secrets, clock, {
     key: (keyId) => invalidateEverywhere({ kind: 'key', keyId }),
     access: () => invalidateEverywhere({ kind: 'access' }),
-  })
+  }, tenants)
   const services: KernelServices = {
     config,
     dialect,
@@ -124,6 +126,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       history: (keyId, query) => callLog.history(keyId, query),
     },
     rateLimits: { status: (caller) => rateLimits.status(caller, clock()) },
+    tenants,
   }
 
   const routes = new RouteTable(config.basePath)

@@ -1,10 +1,13 @@
 import { parse as toXml } from 'js2xmlparser'
 import Papa from 'papaparse'
 import type { ResponseFormat, Route } from '../plugin.ts'
+import { RawAnswer } from './rawAnswer.ts'
 
 export interface Encoded {
   body: Buffer
   contentType: string
+  /** Set by a RawAnswer (e.g. 304); otherwise the answer is 200. */
+  status?: number
 }
 
 export const contentTypes: Record<ResponseFormat, string> = {
@@ -70,6 +73,7 @@ function toCsv(rows: unknown[]): string {
 
 /** Encodes a handler's answer in the chosen format. */
 export function encode(result: unknown, format: ResponseFormat, route: Pick<Route, 'xml' | 'csv'>, csvRows?: unknown[]): Encoded {
+  if (result instanceof RawAnswer) return { body: result.body, contentType: result.contentType, status: result.status }
   if (format === 'json') return { body: Buffer.from(JSON.stringify(result)), contentType: contentTypes.json }
   if (format === 'xml') {
     const content = Array.isArray(result) ? { [route.xml.item ?? 'Item']: result } : result

@@ -10,7 +10,7 @@ export function handleStage(cache: ResponseCache): Stage {
     exchange.result = result
     const rows = exchange.format === 'csv' && route.csv ? route.csv(result, exchange as never) : undefined
     const encoded = encode(result, exchange.format, route, rows)
-    exchange.answer = { status: 200, body: encoded.body, contentType: encoded.contentType, headers: exchange.extraHeaders }
+    exchange.answer = { status: encoded.status ?? 200, body: encoded.body, contentType: encoded.contentType, headers: exchange.extraHeaders }
     if (exchange.cacheKey !== null && route.cache) {
       cache.set(exchange.cacheKey, { ...exchange.answer, headers: exchange.extraHeaders.slice() }, route.cache.ttlSeconds)
     }
