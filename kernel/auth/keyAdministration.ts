@@ -20,6 +20,13 @@ export interface GroupRecord {
 
 export type { IssuedKey, KeyFields }
 
+/** Whether an edit makes a key count in its tenant's MaxKeys where it did not before (D14: ended keys do not count). */
+function startsToCount(before: { end_date: number | null; parent: number; custno: number }, after: { end_date?: number | null; parent?: number; custno?: number }, now: number): boolean {
+  const inUse = (endDate: number | null | undefined) => endDate === null || endDate === undefined || Number(endDate) > now
+  if (!inUse(after.end_date)) return false
+  return !inUse(before.end_date) || Number(after.parent) !== Number(before.parent) || Number(after.custno) !== Number(before.custno)
+}
+
 function withoutSecret(row: Selectable<CoreTables['api_keys']>): KeyRecord {
   const { secret_enc: _sealed, ...record } = row
   return record
@@ -89,6 +96,11 @@ export class KeyAdministration {
           .executeTakeFirst()
         if (!row) return undefined
         const changes = { ...change(withoutSecret(row)), updated_at: this.clock() }
+        // A key that starts to count in a tenant (enabled again, or moved to another customer) needs room there.
+        const next = { ...row, ...changes }
+        if (this.tenants && startsToCount(row, next, changes.updated_at)) {
+          await this.tenants.ensureRoom(trx, 'Keys', [{ parent: Number(next.parent), custno: Number(next.custno), count: 1 }])
+        }
         await trx.updateTable('api_keys').set(changes).where('id', '=', keyId).execute()
         if (groupIds !== undefined) {
           await trx.deleteFrom('api_key_groups').where('key_id', '=', keyId).execute()
