@@ -3,7 +3,7 @@ import { LRUCache } from 'lru-cache'
 import type { CoreTables } from '../storage/coreTables.ts'
 import type { Dialect } from '../storage/database.ts'
 import { forbidden } from '../http/errors.ts'
-import { changeEntitlement, limitColumns, lockBoundingRows, readEntitlement, type Entitlement, type EntitlementChange, type LimitedKind, type TenantScope } from './entitlements.ts'
+import { limitColumns, lockBoundingRows, readEntitlement, type Entitlement, type LimitedKind, type TenantScope } from './entitlements.ts'
 import { UsageCounters, type UsageCounter } from './usage.ts'
 import { listPlayers, type PlayerRecord } from './players.ts'
 
@@ -48,11 +48,6 @@ export class Tenants {
   /** The operator's settings for exactly this tenant (no row: everything unlimited). */
   entitlement(scope: TenantScope): Promise<Entitlement> {
     return readEntitlement(this.db, scope)
-  }
-
-  /** The operator CLI's `tenant set`. */
-  changeEntitlement(scope: TenantScope, change: EntitlementChange): Promise<Entitlement> {
-    return changeEntitlement(this.db, scope, change, this.clock())
   }
 
   async usage(scope: TenantScope): Promise<TenantUsage> {
