@@ -14,6 +14,7 @@ import type { AclMatcher } from './auth/aclPath.ts'
 import type { HashMethod } from './auth/signature.ts'
 import type { KeyAdministration } from './auth/keyAdministration.ts'
 import type { LiveServer } from './cluster/nodeRegistry.ts'
+import type { TenantServices } from './tenants/tenants.ts'
 
 export interface Migration {
   /** `dialect` says which engine runs it, for the few column types that differ. */
@@ -196,6 +197,8 @@ export interface KernelServices {
   routes(): readonly MountedRouteInfo[]
   /** The change history of every enabled plugin, merged, newest first (D15). */
   history(): readonly HistoryEntry[]
+  /** Tenant entitlements and usage, the room check a create runs in its transaction, time zones, display players (D14). */
+  readonly tenants: TenantServices
 }
 
 export interface Plugin {

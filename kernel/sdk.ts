@@ -47,8 +47,16 @@ export type { LiveServer } from './cluster/nodeRegistry.ts'
 export { schemaCheck } from './http/schemas.ts'
 export { describeSchemaError } from './http/schemaErrors.ts'
 
+// Tenants (D14): entitlements, usage counters, time zones and display players; `kernel.tenants`.
+export type { Addition, TenantServices, TenantUsage } from './tenants/tenants.ts'
+export type { Entitlement, LimitedKind, TenantScope } from './tenants/entitlements.ts'
+export type { UsageCounter } from './tenants/usage.ts'
+export type { PlayerRecord } from './tenants/players.ts'
+export { calendarDayAt, isTimeZone, type CalendarDay } from './tenants/timeZone.ts'
+
+// An answer of its own content type and status (a page, a feed, an image, a 304), sent as it is instead of json/xml/csv.
+export { RawAnswer } from './http/rawAnswer.ts'
+
 // Tables that behave the same on SQLite and MySQL/MariaDB.
 export { isUniqueViolation, portableTable, retryOnDeadlock, type Dialect } from './storage/database.ts'
 
-// An answer of its own content type (a page, a feed), sent as it is instead of json/xml/csv.
-export { RawAnswer } from './http/rawAnswer.ts'

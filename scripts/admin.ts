@@ -6,6 +6,8 @@
  *   npm run --silent admin -- key bootstrap --parent N --custno N --name NAME [--json]
  *   npm run --silent admin -- key list [--json]
  *   npm run --silent admin -- master-key rotate [--json]   (scripts/admin/masterKey.ts)
+ *   npm run --silent admin -- tenant set|show ...     (scripts/admin/tenant.ts)
+ *   npm run --silent admin -- player add|list|remove  (scripts/admin/player.ts)
  * A running server sees ACL and group changes within `cache.keyTtlSeconds` (60 s).
  */
 import { parseArgs } from 'node:util'
@@ -27,9 +29,13 @@ const usage = `usage: npm run --silent admin -- <command>
   key bootstrap --parent N --custno N --name NAME   an admin key for a tenant (the root key's groups)
   key list                                          every key, without secrets
 ${masterKey.usage}
+${tenantUsage}
+${playerUsage}
 options: --json for machine-readable output`
 
-class UsageError extends Error {}
+import { UsageError } from './admin/usageError.ts'
+import { tenantCommand, tenantUsage } from './admin/tenant.ts'
+import { playerCommand, playerUsage } from './admin/player.ts'
 
 function integerOption(value: string | undefined, name: string): number {
   if (value === undefined || !/^\d+$/.test(value)) throw new UsageError(`--${name} needs a whole number`)
@@ -88,6 +94,8 @@ async function run(kernel: Kernel, words: string[], options: Record<string, stri
       throw error
     }
   }
+  if (words[0] === 'tenant') return tenantCommand(kernel, words, options)
+  if (words[0] === 'player') return playerCommand(kernel, words, options)
   if (command === 'key list') {
     const rows = await db.selectFrom('api_keys').select(['id', 'api_key', 'display_name', 'parent', 'custno', 'start_date', 'end_date', 'created_by']).orderBy('id').execute()
     return rows.map((row) => ({
@@ -123,6 +131,8 @@ async function main(): Promise<number> {
         json: { type: 'boolean' }, uri: { type: 'boolean' }, public: { type: 'boolean' }, https: { type: 'boolean' },
         name: { type: 'string' }, path: { type: 'string' }, group: { type: 'string', multiple: true }, hash: { type: 'string' },
         parent: { type: 'string' }, custno: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+        'max-keys': { type: 'string' }, 'max-people': { type: 'string' }, 'max-players': { type: 'string' }, timezone: { type: 'string' },
+        dispgroup: { type: 'string' }, location: { type: 'string' }, id: { type: 'string' }, http: { type: 'boolean' },
       },
     })
   } catch (error) {

@@ -11,9 +11,10 @@ t.test('defaults, file, environment, in that order', async (t) => {
   t.equal(config.port, 8080)
   t.equal(config.basePath, '/v1.0')
   t.equal(config.databaseUrl, null)
-  t.same(config.plugins, ['keys', 'acl', 'log', 'people', 'api'])
+  t.same(config.plugins, ['keys', 'acl', 'log', 'people', 'api', 'account'])
   t.equal(config.nodeId, null, 'node ids are claimed from the database unless configured')
   t.same(config.nodes, { heartbeatMs: 10000, expireMs: 30000 })
+  t.equal(config.people.timeZone, 'UTC')
   t.equal(config.bodyLimit, 1048576)
   const folder = mkdtempSync(join(tmpdir(), 'keygate-config-'))
   t.teardown(() => rmSync(folder, { recursive: true, force: true }))
@@ -39,6 +40,7 @@ t.test('a bad setting names itself', async (t) => {
     [{ MASTER_KEY: 'short' }, /invalid setting masterKey/],
     [{ NODE_ID: '16' }, /invalid setting nodeId/],
     [{ BASE_PATH: 'v1' }, /invalid setting basePath/],
+    [{ PEOPLE_TIME_ZONE: 'Mars/Olympus_Mons' }, /invalid setting people\.timeZone: not an IANA time zone \(got "Mars\/Olympus_Mons"\)/],
   ]
   for (const [env, message] of cases) {
     let thrown: unknown

@@ -51,7 +51,7 @@ t.test('the OpenAPI document: valid 3.1, every route, the signature as security 
     t.equal(logged.status, 200)
     const record = await service.call('POST', '/Api/Read/Log', { body: { LogRequestId: logged.headers.get('x-requestid') } })
     t.equal(record.status, 200, record.text)
-    t.same(typeof record.json.Rsponse === 'string' ? JSON.parse(record.json.Rsponse) : record.json.Rsponse, { ContentType: 'application/json; charset=utf-8', Bytes: Buffer.byteLength(logged.text) })
+    t.same(typeof record.json.Rsponse === 'string' ? JSON.parse(record.json.Rsponse) : record.json.Rsponse, { Status: 200, ContentType: 'application/json; charset=utf-8', Bytes: Buffer.byteLength(logged.text) })
 
     // Every path answers; a wrong body or a missing day code is a 400/401, never a 404.
     for (const operation of operations) {

@@ -3,6 +3,7 @@ import type { CoreTables } from '../storage/coreTables.ts'
 import { retryOnDeadlock, type Dialect } from '../storage/database.ts'
 import type { SecretBox } from './secrets.ts'
 import { issueKey, type IssuedKey, type KeyFields } from './keyIssuer.ts'
+import type { TenantServices } from '../tenants/tenants.ts'
 
 /** A stored key as plugins see it: every column but the sealed secret. */
 export type KeyRecord = Omit<Selectable<CoreTables['api_keys']>, 'secret_enc'>
@@ -18,6 +19,13 @@ export interface GroupRecord {
 }
 
 export type { IssuedKey, KeyFields }
+
+/** Whether an edit makes a key count in its tenant's MaxKeys where it did not before (D14: ended keys do not count). */
+function startsToCount(before: { end_date: number | null; parent: number; custno: number }, after: { end_date?: number | null; parent?: number; custno?: number }, now: number): boolean {
+  const inUse = (endDate: number | null | undefined) => endDate === null || endDate === undefined || Number(endDate) > now
+  if (!inUse(after.end_date)) return false
+  return !inUse(before.end_date) || Number(after.parent) !== Number(before.parent) || Number(after.custno) !== Number(before.custno)
+}
 
 function withoutSecret(row: Selectable<CoreTables['api_keys']>): KeyRecord {
   const { secret_enc: _sealed, ...record } = row
@@ -36,6 +44,8 @@ export class KeyAdministration {
     private readonly secrets: SecretBox,
     private readonly clock: () => number,
     private readonly invalidate: { key(keyId: number): void; access(): void },
+    /** The tenant's MaxKeys (D14), checked inside the create's transaction; absent = no limits. */
+    private readonly tenants?: Pick<TenantServices, 'ensureRoom'>,
   ) {}
 
   /**
@@ -43,7 +53,16 @@ export class KeyAdministration {
    * database's unique violation (`isUniqueViolation`), with nothing written.
    */
   create(fields: KeyFields, groupIds: readonly number[]): Promise<IssuedKey> {
-    return retryOnDeadlock(() => issueKey(this.db, this.secrets, this.clock(), fields, groupIds))
+    const tenants = this.tenants
+    // A key past its tenant's MaxKeys is refused with 403, nothing written.
+    const steps = tenants ? { before: (trx: Kysely<CoreTables>) => tenants.ensureRoom(trx, 'Keys', [{ parent: Number(fields.parent), custno: Number(fields.custno), count: 1 }]) } : {}
+    return retryOnDeadlock(() => issueKey(this.db, this.secrets, this.clock(), fields, groupIds, steps))
+  }
+
+  /** One key as stored, never its secret (a caller reading its own key: /account/read/user). */
+  async find(keyId: number): Promise<KeyRecord | undefined> {
+    const row = await this.db.selectFrom('api_keys').selectAll().where('id', '=', keyId).executeTakeFirst()
+    return row === undefined ? undefined : withoutSecret(row)
   }
 
   /** The id of the key with this Api_Key value, whoever owns it (only compared, never shown). */
@@ -77,6 +96,11 @@ export class KeyAdministration {
           .executeTakeFirst()
         if (!row) return undefined
         const changes = { ...change(withoutSecret(row)), updated_at: this.clock() }
+        // A key that starts to count in a tenant (enabled again, or moved to another customer) needs room there.
+        const next = { ...row, ...changes }
+        if (this.tenants && startsToCount(row, next, changes.updated_at)) {
+          await this.tenants.ensureRoom(trx, 'Keys', [{ parent: Number(next.parent), custno: Number(next.custno), count: 1 }])
+        }
         await trx.updateTable('api_keys').set(changes).where('id', '=', keyId).execute()
         if (groupIds !== undefined) {
           await trx.deleteFrom('api_key_groups').where('key_id', '=', keyId).execute()

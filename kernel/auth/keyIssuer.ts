@@ -27,6 +27,12 @@ export interface IssuedKey {
   secret: string
 }
 
+/** Work done inside the key's transaction: a check first (a tenant limit), a row that belongs to the key after. */
+export interface IssueSteps {
+  before?(trx: Kysely<CoreTables>): Promise<void>
+  after?(trx: Kysely<CoreTables>, keyId: number): Promise<void>
+}
+
 /**
  * Writes a new key and its group assignment in one transaction, the secret sealed
  * under the master key. Used by first start, the admin CLI and the keys plugin, so
@@ -39,9 +45,11 @@ export async function issueKey(
   now: number,
   fields: KeyFields,
   groupIds: readonly number[],
+  steps: IssueSteps = {},
 ): Promise<IssuedKey> {
   const credentials = newKeyCredentials()
   const id = await db.transaction().execute(async (trx) => {
+    await steps.before?.(trx)
     const inserted = await trx
       .insertInto('api_keys')
       .values({
@@ -56,6 +64,7 @@ export async function issueKey(
     if (groupIds.length > 0) {
       await trx.insertInto('api_key_groups').values(groupIds.map((groupId) => ({ key_id: keyId, group_id: groupId }))).execute()
     }
+    await steps.after?.(trx, keyId)
     return keyId
   })
   return { id, ...credentials }

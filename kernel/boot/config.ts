@@ -2,6 +2,7 @@ import { readFileSync, existsSync } from 'node:fs'
 import { resolve, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Ajv } from 'ajv'
+import { isTimeZone } from '../tenants/timeZone.ts'
 
 /** The whole configuration of one kernel instance, after defaults, file and environment. */
 export interface Config {
@@ -32,6 +33,8 @@ export interface Config {
   serverName: string
   timeouts: { headersMs: number; requestMs: number; keepAliveMs: number; maxHeaderSize: number }
   cache: { maxEntries: number; responseBytes: number; keyTtlSeconds: number; responses: boolean }
+  /** People directory settings; timeZone is the IANA zone of tenants that set none (D14). */
+  people: { timeZone: string }
   log: {
     detailDays: number
     recordDays: number
@@ -98,6 +101,12 @@ const schema = {
       required: ['maxEntries', 'responseBytes', 'keyTtlSeconds', 'responses'],
       properties: { maxEntries: positiveInt, responseBytes: { type: 'integer', minimum: 65536 }, keyTtlSeconds: positiveInt, responses: { type: 'boolean' } },
     },
+    people: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['timeZone'],
+      properties: { timeZone: { type: 'string', minLength: 1, maxLength: 64 } },
+    },
     log: {
       type: 'object',
       additionalProperties: false,
@@ -140,6 +149,7 @@ const environmentSettings: Record<string, { path: string[]; type: 'string' | 'in
   SERVER_NAME: { path: ['serverName'], type: 'string' },
   CACHE_RESPONSES: { path: ['cache', 'responses'], type: 'boolean' },
   WORKERS: { path: ['workers'], type: 'integer' },
+  PEOPLE_TIME_ZONE: { path: ['people', 'timeZone'], type: 'string' },
 }
 
 const defaultsFile = resolve(dirname(fileURLToPath(import.meta.url)), '../../config/defaults.json')
@@ -213,6 +223,7 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
   if (config.nodeId !== null && config.nodeId + config.workers > 16) throw new ConfigError(`invalid setting workers: nodeId + workers must be at most 16 (got ${config.nodeId} + ${config.workers})`)
   // A heartbeat slower than the expiry would make a live process look gone and lose its node id.
   if (config.nodes.heartbeatMs >= config.nodes.expireMs) throw new ConfigError(`invalid setting nodes.heartbeatMs: must be less than nodes.expireMs (got ${config.nodes.heartbeatMs} >= ${config.nodes.expireMs})`)
+  if (!isTimeZone(config.people.timeZone)) throw new ConfigError(`invalid setting people.timeZone: not an IANA time zone (got ${JSON.stringify(config.people.timeZone)})`)
   config.basePath = config.basePath.replace(/\/$/, '')
   config.dataDir = resolve(config.dataDir)
   return config

@@ -23,6 +23,7 @@ import { buildPipelines } from '../http/pipelines.ts'
 import { ReplayGuard } from '../auth/replayGuard.ts'
 import { IdempotencyStore } from '../http/idempotencyStore.ts'
 import { NodeRegistry, followNodeId } from '../cluster/nodeRegistry.ts'
+import { Tenants } from '../tenants/tenants.ts'
 
 export interface KernelOptions {
   config: Config
@@ -85,10 +86,11 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   callLog.startPurging()
 
   const invalidateEverywhere = invalidation(keys, cache, options.cluster)
+  const tenants = new Tenants(db, dialect, clock, config.people.timeZone)
   const keyAdministration = new KeyAdministration(db, dialect, secrets, clock, {
     key: (keyId) => invalidateEverywhere({ kind: 'key', keyId }),
     access: () => invalidateEverywhere({ kind: 'access' }),
-  })
+  }, tenants)
   const services: KernelServices = {
     config,
     dialect,
@@ -108,6 +110,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     servers: { live: () => nodes.live() },
     routes: routeCatalog(plugins, () => routes.routes()),
     history: mergedHistory(plugins),
+    tenants,
   }
 
   const routes = new RouteTable(config.basePath)

@@ -7,6 +7,8 @@ import { RawAnswer } from './rawAnswer.ts'
 export interface Encoded {
   body: Buffer
   contentType: string
+  /** Set by a RawAnswer (e.g. 304); otherwise the answer is 200. */
+  status?: number
 }
 
 export const contentTypes: Record<ResponseFormat, string> = {
@@ -77,7 +79,7 @@ function toCsv(rows: unknown[]): string {
 
 /** Encodes a handler's answer in the chosen format. */
 export function encode(result: unknown, format: ResponseFormat, route: Pick<Route, 'xml' | 'csv'>, csvRows?: unknown[]): Encoded {
-  if (result instanceof RawAnswer) return { body: result.body, contentType: result.contentType }
+  if (result instanceof RawAnswer) return { body: result.body, contentType: result.contentType, status: result.status }
   if (format === 'json') return { body: Buffer.from(JSON.stringify(result)), contentType: contentTypes.json }
   if (format === 'xml') {
     // xmlSafe: no stored text or field name can make the encoder throw (xmlSafe.ts).

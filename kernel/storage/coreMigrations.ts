@@ -124,5 +124,31 @@ export function coreMigrations(dialect: Dialect): Migrations {
           .execute()
       },
     },
+    '0005-tenants': {
+      async up(db) {
+        await table(db, 'tenant_entitlements')
+          .addColumn('parent', 'bigint', (c) => c.notNull())
+          .addColumn('custno', 'bigint', (c) => c.notNull())
+          .addColumn('max_keys', 'integer')
+          .addColumn('max_people', 'integer')
+          .addColumn('max_players', 'integer')
+          .addColumn('time_zone', 'varchar(64)')
+          .addColumn('updated_at', 'bigint', (c) => c.notNull())
+          .addPrimaryKeyConstraint('tenant_entitlements_pk', ['parent', 'custno'])
+          .execute()
+        await table(db, 'tenant_players')
+          .addColumn('id', autoId, (c) => c.primaryKey().autoIncrement())
+          .addColumn('parent', 'bigint', (c) => c.notNull())
+          .addColumn('custno', 'bigint', (c) => c.notNull())
+          .addColumn('name', 'varchar(100)', (c) => c.notNull())
+          .addColumn('disp_group', 'varchar(100)')
+          .addColumn('location', 'varchar(100)')
+          .addColumn('key_id', 'bigint', (c) => c.notNull().unique())
+          .addColumn('last_seen', 'bigint')
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addUniqueConstraint('tenant_players_name', ['parent', 'custno', 'name'])
+          .execute()
+      },
+    },
   }
 }

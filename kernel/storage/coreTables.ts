@@ -104,4 +104,27 @@ export interface CoreTables {
     started: number
     last_seen: number
   }
+  /** A tenant's entitlement (D14), set by the operator; null = unlimited / the default zone. */
+  tenant_entitlements: {
+    parent: number
+    /** 0: the whole parent (every customer of it together). */
+    custno: number
+    max_keys: number | null
+    max_people: number | null
+    max_players: number | null
+    time_zone: string | null
+    updated_at: number
+  }
+  /** Display players (D14): a screen of a tenant and the key it calls with. */
+  tenant_players: {
+    id: Generated<number>
+    parent: number
+    custno: number
+    name: string
+    disp_group: string | null
+    location: string | null
+    key_id: number
+    last_seen: number | null
+    created_at: number
+  }
 }

@@ -38,8 +38,13 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   // query shape once and keeps that memory bounded. (Kysely runs one statement at a
   // time per connection and we use no streaming, so a statement is never shared mid-use.)
   const statements = new LRUCache<string, SQLite.Statement>({ max: 1000 })
+  // SQLite rolls a transaction back by itself on some errors (SQLITE_FULL, SQLITE_IOERR);
+  // Kysely's rollback then fails with "no transaction is active" and hides the real
+  // error (a 503 becomes a 500). With nothing left to roll back, it does nothing.
+  const nothingToRollBack = { reader: false, run: () => ({ changes: 0, lastInsertRowid: 0 }) } as unknown as SQLite.Statement
   const database = {
     prepare(text: string) {
+      if (text === 'rollback' && !file.inTransaction) return nothingToRollBack
       let statement = statements.get(text)
       if (statement === undefined) {
         statement = file.prepare(text)

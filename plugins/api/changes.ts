@@ -4,9 +4,12 @@ import { RawAnswer, defineRoute, httpDate, type HistoryEntry, type KernelService
 
 export const rssContentType = 'application/rss+xml; charset=utf-8'
 
-/** A guid that stays the same for an entry as long as it exists: what it is, not where it sits in the list. */
+/**
+ * A guid that stays the same for an entry as long as it exists: what it is (one day may
+ * change one operation twice, so its description is part of it), not where it sits.
+ */
 export function changeGuid(entry: HistoryEntry): string {
-  const digest = createHash('sha256').update(`${entry.Date}\n${entry.Version}\n${entry.Kind}\n${entry.Operation}`).digest('hex')
+  const digest = createHash('sha256').update(`${entry.Date}\n${entry.Version}\n${entry.Kind}\n${entry.Operation}\n${entry.Description}`).digest('hex')
   return `keygate-change-${digest.slice(0, 32)}`
 }
 

@@ -3,7 +3,7 @@ import type { Insertable } from 'kysely'
 import { badRequest, isUniqueViolation, notFound, schemaCheck } from '../../kernel/sdk.ts'
 import { columnsFromInput, editableFields, personFieldProperties, recordColumns, todayText, type PersonColumns, type PersonInput, type RecordRow } from './fields.ts'
 import { custnoFor } from './queries.ts'
-import { inScope, type PeopleDb, type Scope } from './scope.ts'
+import { inScope, type PeopleDb, type PeopleRoom, type Scope } from './scope.ts'
 import type { PeopleTable } from './tables.ts'
 
 /**
@@ -164,6 +164,7 @@ export async function importBatch(
   scope: Scope,
   batch: { ImportId: number; People?: unknown[]; Csv?: string },
   now: number,
+  room: { check: PeopleRoom; readCommitted: boolean },
 ): Promise<BatchResult> {
   if ((batch.People === undefined) === (batch.Csv === undefined)) throw badRequest('Send either People (a JSON array) or Csv (CSV text with a header line).')
   const importId = batch.ImportId
@@ -192,7 +193,10 @@ export async function importBatch(
   }
 
   try {
-    return await db.transaction().execute(async (trx) => {
+    // READ COMMITTED on MySQL: the MaxPeople count below must see people committed after
+    // this transaction's first read (the room check's lock orders the writers).
+    const transaction = room.readCommitted ? db.transaction().setIsolationLevel('read committed') : db.transaction()
+    return await transaction.execute(async (trx) => {
       // Counting the batch first also locks the import's row (MySQL), so two batches of
       // one import take turns, and a batch racing importterm cannot land after it.
       const counted = await trx.updateTable('people_imports').set((eb) => ({ batches: eb('batches', '+', 1) }))
@@ -206,6 +210,13 @@ export async function importBatch(
           .where('source_id', 'in', part.map((row) => row.sourceId)).execute()
         for (const row of rows) existing.set(`${Number(row.custno)}\u0000${row.source_id}`, row)
       }
+
+      // The whole batch is refused (403, nothing written) when its new people would pass MaxPeople.
+      const newPerCustno = new Map<number, number>()
+      for (const row of good) {
+        if (!existing.has(`${row.custno}\u0000${row.sourceId}`)) newPerCustno.set(row.custno, (newPerCustno.get(row.custno) ?? 0) + 1)
+      }
+      await room.check(trx, [...newPerCustno].map(([custno, count]) => ({ parent: scope.parent, custno, count })))
 
       const added: GoodRow[] = []
       const unchangedIds: number[] = []

@@ -1,6 +1,6 @@
 import { badRequest, isUniqueViolation, notFound } from '../../kernel/sdk.ts'
 import { columnsFromInput, personRecord, recordColumns, type PersonColumns, type PersonInput, type PersonRecord, type RecordRow } from './fields.ts'
-import { inScope, type PeopleDb, type Scope } from './scope.ts'
+import { inScope, type PeopleDb, type PeopleRoom, type Scope } from './scope.ts'
 
 /**
  * The single-person operations (D13). Each answers the person as stored, read back
@@ -44,13 +44,16 @@ async function writing<T>(input: PersonInput, write: () => Promise<T>): Promise<
   }
 }
 
-export async function createPerson(db: PeopleDb, scope: Scope, input: PersonInput, now: number): Promise<PersonRecord> {
+export async function createPerson(db: PeopleDb, scope: Scope, input: PersonInput, now: number, room: PeopleRoom): Promise<PersonRecord> {
   const custno = custnoFor(scope, input.Custno)
   if (typeof custno === 'string') throw badRequest(custno)
   const columns = checkedColumns(input)
   if (!columns.last_name) throw badRequest('LastName is required when creating a person.')
   const inserted = await writing(input, () =>
-    db.insertInto('people').values({ ...columns, parent: scope.parent, custno, created: now, date_edit: now }).executeTakeFirstOrThrow(),
+    db.transaction().execute(async (trx) => {
+      await room(trx, [{ parent: scope.parent, custno, count: 1 }])
+      return trx.insertInto('people').values({ ...columns, parent: scope.parent, custno, created: now, date_edit: now }).executeTakeFirstOrThrow()
+    }),
   )
   return personRecord(await findPerson(db, scope, Number(inserted.insertId)))
 }
@@ -81,5 +84,16 @@ export async function changePerson(db: PeopleDb, scope: Scope, id: number, input
 export async function setPersonColumns(db: PeopleDb, scope: Scope, id: number, columns: PersonColumns, now: number): Promise<ChangedPerson> {
   const before = await findPerson(db, scope, id)
   await db.updateTable('people').set({ ...columns, date_edit: now }).where('id', '=', id).where(inScope(scope)).execute()
+  return { before, after: personRecord(await findPerson(db, scope, id)) }
+}
+
+/** OneRecall: a deleted person counts again, so the tenant's MaxPeople must have room for it. */
+export async function recallPerson(db: PeopleDb, scope: Scope, id: number, now: number, room: PeopleRoom): Promise<ChangedPerson> {
+  const before = await findPerson(db, scope, id)
+  if (Number(before.deleted) === 0) return setPersonColumns(db, scope, id, { deleted: 0 }, now)
+  await db.transaction().execute(async (trx) => {
+    await room(trx, [{ parent: Number(before.parent), custno: Number(before.custno), count: 1 }])
+    await trx.updateTable('people').set({ deleted: 0, date_edit: now }).where('id', '=', id).where(inScope(scope)).execute()
+  })
   return { before, after: personRecord(await findPerson(db, scope, id)) }
 }

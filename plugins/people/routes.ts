@@ -1,10 +1,12 @@
-import { badRequest, defineRoute, type CachePolicy, type Call, type KernelServices, type Route } from '../../kernel/sdk.ts'
+import { badRequest, calendarDayAt, defineRoute, type CachePolicy, type Call, type KernelServices, type Route } from '../../kernel/sdk.ts'
 import { columnsFromInput, todayText, type PersonInput } from './fields.ts'
 import { listingRows, planListing, runListing, type ListingAnswer, type ListingParameters, type ListingSet, type TotalMemo } from './listing.ts'
-import { changePerson, createPerson, findPerson, setPersonColumns, type ChangedPerson } from './queries.ts'
+import { changePerson, createPerson, findPerson, recallPerson, setPersonColumns, type ChangedPerson } from './queries.ts'
 import { decodeImage, removeStoredPhoto, storePhoto } from './photos.ts'
 import { finishImport, importBatch, startImport } from './import.ts'
-import { dropCachedListings, listingPartition, scopeOf, type PeopleDb, type Scope } from './scope.ts'
+import { countPeople, dropCachedListings, listingPartition, peopleRoom, scopeOf, type PeopleDb, type Scope } from './scope.ts'
+import { peopleToday } from './today.ts'
+import { photoAnswer } from './photoAnswer.ts'
 import type { PeopleTables } from './tables.ts'
 import * as schemas from './schemas.ts'
 
@@ -22,6 +24,9 @@ const largeBodyLimit = 8 * 1024 * 1024
 
 export function peopleRoutes(kernel: KernelServices): Route[] {
   const db: PeopleDb = kernel.db.withTables<PeopleTables>()
+  // Tenant limits (D14): the license counts our people, and every write that adds people checks MaxPeople.
+  kernel.tenants.countUsage('People', countPeople)
+  const room = peopleRoom(kernel)
 
   /**
    * Listings are cached an hour per scope (D11); the query string, body and format are
@@ -89,6 +94,28 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
         return answerListing(call, await runListing(db, scope, 'missing photo', plan, totalMemo(scope)))
       },
     }),
+    defineRoute<undefined, { dispgroup?: string }>({
+      method: 'GET',
+      path: '/People/Read/Today',
+      query: schemas.todayQuery,
+      xml: { root: 'Today', item: 'Person' },
+      async handler(call) {
+        const scope = scopeOf(call.caller)
+        // A display player polls this route: the call itself is its sign of life.
+        await kernel.tenants.playerSeen(call.caller.id)
+        const day = calendarDayAt(kernel.clock(), await kernel.tenants.timeZone(scope))
+        return peopleToday(db, scope, day, call.query.dispgroup)
+      },
+    }),
+    defineRoute<undefined, { Id: number }>({
+      method: 'GET',
+      path: '/People/Read/Photo',
+      query: schemas.photoQuery,
+      // The stored image's own type (JPEG, PNG or WebP), whatever format was asked for.
+      rawContentType: 'image/*',
+      xml: { root: 'Photo' },
+      handler: (call) => photoAnswer(db, kernel.config.dataDir, scopeOf(call.caller), call.query.Id, call),
+    }),
     listRoute('/people/read/list'),
     listRoute('/people/read/filtered', 'filter'),
     listRoute('/people/read/sorted', 'sort'),
@@ -102,7 +129,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
         const { Id, ...input } = call.body
         const scope = scopeOf(call.caller)
         if (Id === undefined) {
-          const created = await createPerson(db, scope, input, kernel.clock())
+          const created = await createPerson(db, scope, input, kernel.clock(), room)
           dropCachedListings(kernel, scope.parent, [created.Custno])
           return created
         }
@@ -143,7 +170,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       path: '/People/Update/OneRecall',
       body: schemas.idBody,
       xml: { root: 'Person' },
-      handler: async (call) => changed(call, await setPersonColumns(db, scopeOf(call.caller), call.body.Id, { deleted: 0 }, kernel.clock())),
+      handler: async (call) => changed(call, await recallPerson(db, scopeOf(call.caller), call.body.Id, kernel.clock(), room)),
     }),
     defineRoute<{ Id: number; TermDate?: string }>({
       method: 'POST',
@@ -173,7 +200,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       xml: { root: 'ImportBatch', item: 'Rejection' },
       async handler(call) {
         const scope = scopeOf(call.caller)
-        const { answer, touchedCustnos } = await importBatch(db, scope, call.body, kernel.clock())
+        const { answer, touchedCustnos } = await importBatch(db, scope, call.body, kernel.clock(), { check: room, readCommitted: kernel.dialect === 'mysql' })
         if (touchedCustnos.length > 0) dropCachedListings(kernel, scope.parent, touchedCustnos)
         return answer
       },

@@ -87,3 +87,18 @@ export const importTermBody = {
   required: ['ImportId'],
   properties: { ImportId: id },
 } as const
+
+/** GET /People/Read/Today?dispgroup=G (D14). */
+export const todayQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { dispgroup: { type: 'string', minLength: 1, maxLength: 100 } },
+} as const
+
+/** GET /People/Read/Photo?Id=N (D14). */
+export const photoQuery = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['Id'],
+  properties: { Id: id },
+} as const

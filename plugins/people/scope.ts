@@ -1,5 +1,5 @@
 import type { ExpressionBuilder, Kysely } from 'kysely'
-import type { CallerKey, KernelServices } from '../../kernel/sdk.ts'
+import type { Addition, CallerKey, KernelServices } from '../../kernel/sdk.ts'
 import type { PeopleTables } from './tables.ts'
 
 /** Our tables: what `kernel.db.withTables<PeopleTables>()` gives. */
@@ -42,4 +42,21 @@ export function listingPartition(scope: Scope): string {
 export function dropCachedListings(kernel: KernelServices, parent: number, custnos: Iterable<number>): void {
   kernel.cache.invalidate(listingPartition({ parent, custno: 0 }))
   for (const custno of new Set(custnos)) kernel.cache.invalidate(listingPartition({ parent, custno }))
+}
+
+/**
+ * The tenant's MaxPeople (D14), checked inside the transaction that adds people:
+ * 403 and nothing written when the additions would pass it.
+ */
+export type PeopleRoom = (trx: Kysely<any>, additions: Addition[]) => Promise<void>
+
+export function peopleRoom(kernel: KernelServices): PeopleRoom {
+  return (trx, additions) => kernel.tenants.ensureRoom(trx, 'People', additions)
+}
+
+/** People in use for the license and MaxPeople: everyone not deleted (terminated people stay in the directory). */
+export async function countPeople(db: Kysely<any>, scope: Scope): Promise<number> {
+  const row = await (db as PeopleDb).selectFrom('people').select((eb) => eb.fn.countAll<number>().as('count'))
+    .where(inScope(scope)).where('deleted', '=', 0).executeTakeFirstOrThrow()
+  return Number(row.count)
 }

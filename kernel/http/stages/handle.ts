@@ -9,7 +9,7 @@ export function handleStage(): Stage {
     exchange.result = result
     const rows = exchange.format === 'csv' && route.csv ? route.csv(result, exchange) : undefined
     const encoded = encode(result, exchange.format, route, rows)
-    exchange.answer = { status: 200, body: encoded.body, contentType: encoded.contentType, headers: exchange.extraHeaders }
+    exchange.answer = { status: encoded.status ?? 200, body: encoded.body, contentType: encoded.contentType, headers: exchange.extraHeaders }
   }
   return {
     name: 'handler',

@@ -1,0 +1,80 @@
+import type { Kysely } from 'kysely'
+import type { CoreTables } from '../storage/coreTables.ts'
+import type { Dialect } from '../storage/database.ts'
+
+/**
+ * The operator's per-tenant settings (D14): the maxima of keys, people and players and
+ * the tenant's time zone. A row for (Parent, 0) holds for the whole parent, every
+ * customer of it together; a row for (Parent, Custno) for that customer alone. No row,
+ * or a null column, means unlimited (or the configured default zone).
+ */
+
+/** A tenant, D9: Custno 0 is parent-wide. */
+export interface TenantScope {
+  parent: number
+  custno: number
+}
+
+/** What is limited: the license's counts carry the same names. */
+export type LimitedKind = 'Keys' | 'People' | 'Players'
+
+export interface Entitlement {
+  MaxKeys: number | null
+  MaxPeople: number | null
+  MaxPlayers: number | null
+  /** The tenant's own zone; null = the configured default. */
+  TimeZone: string | null
+}
+
+export const limitColumns = { Keys: 'max_keys', People: 'max_people', Players: 'max_players' } as const satisfies Record<LimitedKind, keyof CoreTables['tenant_entitlements']>
+
+type EntitlementRow = CoreTables['tenant_entitlements']
+
+export const unlimited: Entitlement = { MaxKeys: null, MaxPeople: null, MaxPlayers: null, TimeZone: null }
+
+const nullableNumber = (value: number | null) => (value === null ? null : Number(value))
+
+function entitlementOf(row: EntitlementRow | undefined): Entitlement {
+  if (row === undefined) return unlimited
+  return { MaxKeys: nullableNumber(row.max_keys), MaxPeople: nullableNumber(row.max_people), MaxPlayers: nullableNumber(row.max_players), TimeZone: row.time_zone }
+}
+
+export async function readEntitlement(db: Kysely<CoreTables>, scope: TenantScope): Promise<Entitlement> {
+  const row = await db.selectFrom('tenant_entitlements').selectAll()
+    .where('parent', '=', scope.parent).where('custno', '=', scope.custno).executeTakeFirst()
+  return entitlementOf(row)
+}
+
+/** The changed settings only; undefined leaves a setting as it is, null clears it. */
+export type EntitlementChange = Partial<Entitlement>
+
+/** Writes the operator's change, creating the tenant's row on first use; answers the result. */
+export async function changeEntitlement(db: Kysely<CoreTables>, scope: TenantScope, change: EntitlementChange, now: number): Promise<Entitlement> {
+  return db.transaction().execute(async (trx) => {
+    const current = await readEntitlement(trx, scope)
+    const next: Entitlement = { ...current, ...Object.fromEntries(Object.entries(change).filter(([, value]) => value !== undefined)) }
+    const columns = { max_keys: next.MaxKeys, max_people: next.MaxPeople, max_players: next.MaxPlayers, time_zone: next.TimeZone, updated_at: now }
+    const updated = await trx.updateTable('tenant_entitlements').set(columns)
+      .where('parent', '=', scope.parent).where('custno', '=', scope.custno).executeTakeFirst()
+    // MySQL counts only rows whose values changed; a row that exists is found either way.
+    const exists = Number(updated.numUpdatedRows) > 0 || (await trx.selectFrom('tenant_entitlements').select('parent')
+      .where('parent', '=', scope.parent).where('custno', '=', scope.custno).executeTakeFirst()) !== undefined
+    if (!exists) await trx.insertInto('tenant_entitlements').values({ parent: scope.parent, custno: scope.custno, ...columns }).execute()
+    return next
+  })
+}
+
+/**
+ * The entitlement rows that bound a write into `scopes` (each scope's own row and its
+ * parent's), locked on MySQL until the caller's transaction ends, so two creates in one
+ * tenant count one after the other. Run it before the transaction's first plain read:
+ * on MySQL the transaction's snapshot then starts after the lock.
+ */
+export async function lockBoundingRows(trx: Kysely<CoreTables>, dialect: Dialect, parent: number, custnos: readonly number[]): Promise<(EntitlementRow & TenantScope)[]> {
+  const wanted = [...new Set([0, ...custnos])]
+  const rows = await trx.selectFrom('tenant_entitlements').selectAll()
+    .where('parent', '=', parent).where('custno', 'in', wanted)
+    .$if(dialect === 'mysql', (query) => query.forUpdate())
+    .execute()
+  return rows.map((row) => ({ ...row, parent: Number(row.parent), custno: Number(row.custno) }))
+}

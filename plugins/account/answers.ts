@@ -1,0 +1,79 @@
+import { httpDate, type CallerKey, type Entitlement, type GroupRecord, type KeyRecord, type TenantUsage } from '../../kernel/sdk.ts'
+
+/** POST /account/read/user: the calling key as its owner sees it, never its secret (D14). */
+export interface UserAnswer {
+  Id: number
+  Api_Key: string
+  Name: string
+  Email: string | null
+  Phone: string | null
+  Parent: number
+  Custno: number
+  StartDate: string | null
+  EndDate: string | null
+  DayPass: number
+  Require_Https: number
+  AllowHours: number | null
+  ResponseFormat: string
+  LogLevel: number
+  LogRaw: number
+  MaxHits: string
+  /** Comma-separated group ids, as create and edit take them (interface 2.1). */
+  GroupId: string
+  Created: string
+  Created_By: number | null
+}
+
+const nullableNumber = (value: number | null) => (value === null ? null : Number(value))
+const nullableDate = (value: number | null) => (value === null ? null : httpDate(Number(value)))
+
+export function userAnswer(row: KeyRecord, groups: readonly GroupRecord[]): UserAnswer {
+  return {
+    Id: Number(row.id),
+    Api_Key: row.api_key,
+    Name: row.display_name,
+    Email: row.email,
+    Phone: row.phone,
+    Parent: Number(row.parent),
+    Custno: Number(row.custno),
+    StartDate: nullableDate(row.start_date),
+    EndDate: nullableDate(row.end_date),
+    DayPass: Number(row.day_pass),
+    Require_Https: Number(row.require_https),
+    AllowHours: nullableNumber(row.allow_hours),
+    ResponseFormat: row.response_format,
+    LogLevel: Number(row.log_level),
+    LogRaw: Number(row.log_raw),
+    MaxHits: row.max_hits ?? '',
+    GroupId: groups.map((group) => group.Id).join(','),
+    Created: httpDate(Number(row.created_at)),
+    Created_By: nullableNumber(row.created_by),
+  }
+}
+
+/** GET /account/read/license (D14). Maxima null = unlimited; People null when no enabled plugin keeps people. */
+export interface LicenseAnswer {
+  Parent: number
+  Custno: number
+  Plugins: string[]
+  MaxKeys: number | null
+  MaxPeople: number | null
+  MaxPlayers: number | null
+  Keys: number
+  People: number | null
+  Players: number
+}
+
+export function licenseAnswer(caller: CallerKey, plugins: readonly string[], entitlement: Entitlement, usage: TenantUsage): LicenseAnswer {
+  return {
+    Parent: caller.parent,
+    Custno: caller.custno,
+    Plugins: [...plugins],
+    MaxKeys: entitlement.MaxKeys,
+    MaxPeople: entitlement.MaxPeople,
+    MaxPlayers: entitlement.MaxPlayers,
+    Keys: usage.Keys,
+    People: usage.People,
+    Players: usage.Players,
+  }
+}

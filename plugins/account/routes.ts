@@ -1,0 +1,52 @@
+import { defineRoute, notFound, type GroupRecord, type KernelServices, type Route } from '../../kernel/sdk.ts'
+import { licenseAnswer, userAnswer, type LicenseAnswer } from './answers.ts'
+
+/** The POST reads take no parameters: an empty body or `{}`. */
+const emptyBody = { type: 'object', additionalProperties: false, properties: {} } as const
+
+/** Declared in D14's spelling; paths match case-insensitively anyway (D1). */
+export function accountRoutes(kernel: KernelServices): Route[] {
+  return [
+    defineRoute<Record<string, never>>({
+      method: 'POST',
+      path: '/account/read/user',
+      body: emptyBody,
+      xml: { root: 'User' },
+      async handler(call) {
+        const id = call.caller.id
+        const [row, groups] = await Promise.all([kernel.keys.find(id), kernel.keys.groupsOf(id)])
+        // Only when the key was removed between authentication and now.
+        if (row === undefined) throw notFound('Key not found.')
+        return userAnswer(row, groups)
+      },
+    }),
+    defineRoute<Record<string, never>>({
+      method: 'POST',
+      path: '/account/read/group',
+      body: emptyBody,
+      xml: { root: 'Groups', item: 'Group' },
+      // One CSV row per group; its paths in one cell, comma-separated.
+      csv: (groups: GroupRecord[]) => groups.map((group) => ({ ...group, Paths: group.Paths.join(',') })),
+      handler: (call) => kernel.keys.groupsOf(call.caller.id),
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/account/read/license',
+      xml: { root: 'License' },
+      // One CSV row; the plugin names in one cell, comma-separated.
+      csv: (license: LicenseAnswer) => [{ ...license, Plugins: license.Plugins.join(',') }],
+      async handler(call) {
+        const scope = { parent: call.caller.parent, custno: call.caller.custno }
+        const [entitlement, usage] = await Promise.all([kernel.tenants.entitlement(scope), kernel.tenants.usage(scope)])
+        return licenseAnswer(call.caller, kernel.config.plugins, entitlement, usage)
+      },
+    }),
+    defineRoute<Record<string, never>>({
+      method: 'POST',
+      path: '/account/read/player',
+      body: emptyBody,
+      xml: { root: 'Players', item: 'Player' },
+      handler: (call) => kernel.tenants.players({ parent: call.caller.parent, custno: call.caller.custno }),
+    }),
+  ]
+}

@@ -1,0 +1,61 @@
+/**
+ * `admin tenant set|show` (D14): a tenant's entitlement.
+ *   tenant set --parent N --custno N [--max-keys N|none] [--max-people N|none] [--max-players N|none] [--timezone ZONE|none]
+ *   tenant show --parent N --custno N
+ * Custno 0 sets the maxima of the whole parent (every customer of it together).
+ */
+import type { Kernel } from '../../kernel/boot/kernel.ts'
+import { changeEntitlement, type Entitlement } from '../../kernel/tenants/entitlements.ts'
+import { isTimeZone } from '../../kernel/tenants/timeZone.ts'
+import { UsageError, wholeNumber } from './usageError.ts'
+
+type Options = Record<string, string | string[] | boolean | undefined>
+
+export const tenantUsage = `  tenant set --parent N --custno N                  a tenant's maxima (N, or none = unlimited) and time zone
+          [--max-keys N] [--max-people N] [--max-players N] [--timezone ZONE]
+  tenant show --parent N --custno N                 its maxima, time zone and what it uses`
+
+/** A maximum: a whole number, `none` (unlimited), or not given (unchanged). */
+function maximum(options: Options, name: string): number | null | undefined {
+  const value = options[name]
+  if (value === undefined) return undefined
+  if (value === 'none') return null
+  if (typeof value !== 'string' || !/^\d{1,9}$/.test(value)) throw new UsageError(`--${name} needs a whole number or none`)
+  return Number(value)
+}
+
+function zone(options: Options): string | null | undefined {
+  const value = options.timezone
+  if (value === undefined) return undefined
+  if (value === 'none') return null
+  if (typeof value !== 'string' || !isTimeZone(value)) throw new UsageError(`--timezone ${String(value)} is not an IANA time zone (e.g. Europe/Oslo, UTC)`)
+  return value
+}
+
+async function shown(kernel: Kernel, scope: { parent: number; custno: number }, entitlement: Entitlement) {
+  const tenants = kernel.services.tenants
+  return {
+    Parent: scope.parent,
+    Custno: scope.custno,
+    ...entitlement,
+    EffectiveTimeZone: await tenants.timeZone(scope),
+    ...(await tenants.usage(scope)),
+  }
+}
+
+export async function tenantCommand(kernel: Kernel, words: string[], options: Options): Promise<unknown> {
+  const scope = { parent: wholeNumber(options, 'parent'), custno: wholeNumber(options, 'custno') }
+  if (words[1] === 'show') return shown(kernel, scope, await kernel.services.tenants.entitlement(scope))
+  if (words[1] === 'set') {
+    const change = {
+      MaxKeys: maximum(options, 'max-keys'),
+      MaxPeople: maximum(options, 'max-people'),
+      MaxPlayers: maximum(options, 'max-players'),
+      TimeZone: zone(options),
+    }
+    if (Object.values(change).every((value) => value === undefined)) throw new UsageError('tenant set needs at least one of --max-keys, --max-people, --max-players, --timezone')
+    // The operator's own change, straight to the table: plugins can read entitlements, never set them.
+    return shown(kernel, scope, await changeEntitlement(kernel.database.db, scope, change, Date.now()))
+  }
+  throw new UsageError(`tenant ${words[1] ?? ''}: expected set or show\n${tenantUsage}`)
+}
