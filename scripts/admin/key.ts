@@ -1,0 +1,42 @@
+import { readSetting } from '../../kernel/boot/bootstrap.ts'
+import { issueKey } from '../../kernel/auth/keyIssuer.ts'
+import { isUniqueViolation } from '../../kernel/storage/database.ts'
+import { httpDate } from '../../kernel/auth/apiDate.ts'
+import { UsageError, integerOption, textOption, type AdminCommand } from './command.ts'
+
+/** `key bootstrap|list`: keys, always through the kernel. */
+export const key: AdminCommand = {
+  usage: `  key bootstrap --parent N --custno N --name NAME   an admin key for a tenant (the root key's groups)
+  key list                                          every key, without secrets`,
+  options: { parent: { type: 'string' }, custno: { type: 'string' }, name: { type: 'string' } },
+  async run(session, words, options) {
+    const kernel = await session.kernel()
+    const { db } = kernel.database
+    const now = Date.now()
+    if (words[0] === 'bootstrap') {
+      const parent = integerOption(options.parent, 'parent')
+      const custno = integerOption(options.custno, 'custno')
+      const name = textOption(options.name, 'name', 'key bootstrap')
+      const rootId = await readSetting(db, 'root_key_id')
+      const groups = rootId === undefined ? [] : await db.selectFrom('api_key_groups').select('group_id').where('key_id', '=', Number(rootId)).execute()
+      try {
+        const issued = await issueKey(db, kernel.secrets, now, { display_name: name, parent, custno, require_https: 0 }, groups.map((row) => Number(row.group_id)))
+        return { Id: issued.id, Api_Key: issued.apiKey, Api_Secret: issued.secret }
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new UsageError(`Display Name '${name}' is already defined for parent ${parent}`)
+        throw error
+      }
+    }
+    if (words[0] === 'list') {
+      const rows = await db.selectFrom('api_keys').select(['id', 'api_key', 'display_name', 'parent', 'custno', 'start_date', 'end_date', 'created_by']).orderBy('id').execute()
+      return rows.map((row) => ({
+        Id: Number(row.id), Api_Key: row.api_key, Name: row.display_name, Parent: Number(row.parent), Custno: Number(row.custno),
+        StartDate: row.start_date === null ? null : httpDate(Number(row.start_date)),
+        EndDate: row.end_date === null ? null : httpDate(Number(row.end_date)),
+        CreatedBy: row.created_by === null ? null : Number(row.created_by),
+        Active: (row.start_date === null || Number(row.start_date) <= now) && (row.end_date === null || now < Number(row.end_date)) ? 1 : 0,
+      }))
+    }
+    throw new UsageError(`unknown command: key ${words.join(' ')}`)
+  },
+}
