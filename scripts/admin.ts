@@ -8,7 +8,7 @@
 import { parseArgs } from 'node:util'
 import { loadConfig, ConfigError, type Config } from '../kernel/boot/config.ts'
 import { createKernel, type Kernel } from '../kernel/boot/kernel.ts'
-import { UsageError, type AdminCommand, type AdminSession } from './admin/command.ts'
+import { UsageError, databaseLabel, type AdminCommand, type AdminSession } from './admin/command.ts'
 import { daycode } from './admin/daycode.ts'
 import { group } from './admin/group.ts'
 import { acl } from './admin/acl.ts'
@@ -44,7 +44,7 @@ function session(config: Config): AdminSession & { close(): Promise<void> } {
     config,
     kernel() {
       started ??= createKernel({ config }).then((kernel) => {
-        if (kernel.createdRootKey) console.error(`admin: first start - the root admin key was written to ${kernel.config.dataDir}/admin-key.json`)
+        if (kernel.createdRootKey) console.error(`admin: first start - the root admin key was written to ${kernel.createdRootKey.file}`)
         return kernel
       })
       return started
@@ -84,6 +84,8 @@ async function main(argv: string[]): Promise<number> {
     console.error(`admin: ${error instanceof ConfigError ? error.message : (error as Error).message}`)
     return 1
   }
+  // Which database this run reads or changes: the day code, keys and logs belong to one.
+  console.error(`keygate admin: ${databaseLabel(config)}`)
   const current = session(config)
   try {
     show(await command.run(current, parsed.positionals, parsed.values), parsed.values.json === true)

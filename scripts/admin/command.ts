@@ -1,3 +1,4 @@
+import { join } from 'node:path'
 import type { ParseArgsConfig } from 'node:util'
 import type { Config } from '../../kernel/boot/config.ts'
 import type { Kernel } from '../../kernel/boot/kernel.ts'
@@ -34,4 +35,12 @@ export function integerOption(value: unknown, name: string): number {
 export function textOption(value: unknown, name: string, command: string): string {
   if (typeof value !== 'string' || value.trim() === '') throw new UsageError(`${command} needs --${name}`)
   return value
+}
+
+/** `SQLite /data/keygate.sqlite` or `MySQL root@127.0.0.1:3306/keygate`: never the password. */
+export function databaseLabel(config: Config): string {
+  if (!config.databaseUrl) return `SQLite ${join(config.dataDir, 'keygate.sqlite')}`
+  const url = new URL(config.databaseUrl)
+  const user = url.username ? `${decodeURIComponent(url.username)}@` : ''
+  return `MySQL ${user}${url.hostname}:${url.port || 3306}${decodeURIComponent(url.pathname)}`
 }
