@@ -13,12 +13,15 @@ import { daycode } from './admin/daycode.ts'
 import { group } from './admin/group.ts'
 import { acl } from './admin/acl.ts'
 import { key } from './admin/key.ts'
+import { rootKey } from './admin/rootKey.ts'
+import { exitQuietlyOnClosedPipe } from './closedPipe.ts'
 
 const commands: Record<string, AdminCommand> = {
   daycode,
   group,
   acl,
   key,
+  'root-key': rootKey,
 }
 
 const usage = `usage: npm run --silent admin -- <command>
@@ -98,4 +101,5 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+exitQuietlyOnClosedPipe()
 process.exitCode = await main(process.argv.slice(2))
