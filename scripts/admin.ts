@@ -14,6 +14,9 @@ import { group } from './admin/group.ts'
 import { acl } from './admin/acl.ts'
 import { key } from './admin/key.ts'
 import { rootKey } from './admin/rootKey.ts'
+import { exportCommand } from './admin/export.ts'
+import { importCommand } from './admin/import.ts'
+import { backup } from './admin/backup.ts'
 import { exitQuietlyOnClosedPipe } from './closedPipe.ts'
 
 const commands: Record<string, AdminCommand> = {
@@ -22,6 +25,9 @@ const commands: Record<string, AdminCommand> = {
   acl,
   key,
   'root-key': rootKey,
+  export: exportCommand,
+  import: importCommand,
+  backup,
 }
 
 const usage = `usage: npm run --silent admin -- <command>
