@@ -4,17 +4,26 @@
  * code (D4) and prints status, headers and body. PATH is after the base path, e.g.
  * /Api/Read/Acl or '/People/Read/Missing?page=2'. The key comes from --key-file
  * (default <DATA_DIR>/admin-key.json) or KEYGATE_API_KEY + KEYGATE_API_SECRET.
+ * It finds the service the way the service configures itself (loadConfig: PORT, HOST,
+ * BASE_PATH, DATA_DIR, CONFIG_FILE or config/local.json).
  */
 import { parseArgs } from 'node:util'
 import { readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { signedHeaders } from '../kernel/auth/signature.ts'
-import { loadConfig } from '../kernel/boot/config.ts'
+import { loadConfig, ConfigError, type Config } from '../kernel/boot/config.ts'
+import { exitQuietlyOnClosedPipe } from './closedPipe.ts'
 
 const usage = `usage: npm run --silent call -- METHOD PATH [--body JSON] [--today CODE] [--key-file FILE] [--base URL] [--header 'Name: value']...`
 
 function fail(message: string): never {
   console.error(`call: ${message}`)
+  process.exit(2)
+}
+
+/** A wrong environment: the plain `Error: ...` line, exit 2. */
+function refuse(message: string): never {
+  console.error(`Error: ${message}`)
   process.exit(2)
 }
 
@@ -29,10 +38,22 @@ if (values.help || positionals.length !== 2) fail(usage)
 const [method, path] = [positionals[0].toUpperCase(), positionals[1]]
 if (!path.startsWith('/')) fail('PATH starts with / and comes after the base path, e.g. /Api/Read/Acl')
 
-const config = loadConfig()
+exitQuietlyOnClosedPipe()
+let config: Config
+try {
+  config = loadConfig()
+} catch (error) {
+  fail(error instanceof ConfigError ? error.message : (error as Error).message)
+}
+// Set but empty is a mistake (an unset variable in a script): never fall back to the root key.
+for (const name of ['KEYGATE_API_KEY', 'KEYGATE_API_SECRET']) {
+  if (process.env[name] !== undefined && process.env[name]!.trim() === '') refuse(`${name} is set but empty`)
+}
+const { KEYGATE_API_KEY: envKey, KEYGATE_API_SECRET: envSecret } = process.env
+if ((envKey === undefined) !== (envSecret === undefined)) refuse('set both KEYGATE_API_KEY and KEYGATE_API_SECRET, or neither')
 let key: { apiKey: string; secret: string }
-if (process.env.KEYGATE_API_KEY && process.env.KEYGATE_API_SECRET && !values['key-file']) {
-  key = { apiKey: process.env.KEYGATE_API_KEY, secret: process.env.KEYGATE_API_SECRET }
+if (envKey !== undefined && envSecret !== undefined && !values['key-file']) {
+  key = { apiKey: envKey, secret: envSecret }
 } else {
   const file = resolve(values['key-file'] ?? join(config.dataDir, 'admin-key.json'))
   try {
@@ -49,7 +70,8 @@ if (values.body !== undefined) {
     fail('--body is not valid JSON')
   }
 }
-const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host
+// A service listening on every address is reached on this host's loopback.
+const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
 const base = values.base ?? `${config.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${config.port}${config.basePath}`
 const headers: Record<string, string> = signedHeaders(key, method, path, values.body, { today: values.today })
 if (values.body !== undefined) headers['content-type'] = 'application/json'
