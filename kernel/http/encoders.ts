@@ -68,13 +68,24 @@ function toCsv(rows: unknown[]): string {
   return Papa.unparse(records, { escapeFormulae: true, newline: '\r\n' })
 }
 
+/** A wrapped list (xml.list): its records as `item` elements beside the other fields, not a nested list element. */
+function xmlContent(result: unknown, xml: Route['xml']): unknown {
+  if (Array.isArray(result)) return { [xml.item ?? 'Item']: result }
+  if (xml.list === undefined || result === null || typeof result !== 'object') return result
+  const { [xml.list]: records, ...fields } = result as Record<string, unknown>
+  // No records (e.g. the text "No people found"): no item elements; Total says so.
+  return Array.isArray(records) ? { ...fields, [xml.item ?? 'Item']: records } : fields
+}
+
 /** Encodes a handler's answer in the chosen format. */
-export function encode(result: unknown, format: ResponseFormat, route: Pick<Route, 'xml' | 'csv'>, csvRows?: unknown[]): Encoded {
+export function encode(result: unknown, format: ResponseFormat, route: Pick<Route, 'xml' | 'csv' | 'csvColumns'>, csvRows?: unknown[]): Encoded {
   if (format === 'json') return { body: Buffer.from(JSON.stringify(result)), contentType: contentTypes.json }
   if (format === 'xml') {
-    const content = Array.isArray(result) ? { [route.xml.item ?? 'Item']: result } : result
+    const content = xmlContent(result, route.xml)
     return { body: Buffer.from(toXml(route.xml.root, content ?? '', xmlOptions)), contentType: contentTypes.xml }
   }
   const rows = csvRows ?? (Array.isArray(result) ? result : [result])
+  // No records: still the header row, so a reader sees the columns (and not an empty file).
+  if (rows.length === 0 && route.csvColumns) return { body: Buffer.from(Papa.unparse({ fields: [...route.csvColumns], data: [] }, { newline: '\r\n' })), contentType: contentTypes.csv }
   return { body: Buffer.from(toCsv(rows)), contentType: contentTypes.csv }
 }

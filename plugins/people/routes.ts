@@ -1,5 +1,5 @@
 import { badRequest, defineRoute, type CachePolicy, type Call, type KernelServices, type Route } from '../../kernel/sdk.ts'
-import { columnsFromInput, todayText, type PersonInput } from './fields.ts'
+import { columnsFromInput, personRecordFields, todayText, type PersonInput } from './fields.ts'
 import { listingRows, planListing, runListing, type ListingAnswer, type ListingParameters, type ListingSet, type TotalMemo } from './listing.ts'
 import { changePerson, createPerson, findPerson, setPersonColumns, type ChangedPerson } from './queries.ts'
 import { decodeImage, removeStoredPhoto, storePhoto } from './photos.ts'
@@ -56,8 +56,9 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       body: schemas.listBody,
       query: schemas.listQuery,
       cache: listingCache,
-      xml: { root: 'People' },
+      xml: { root: 'People', item: 'Person', list: 'People' },
       csv: listingRows,
+      csvColumns: personRecordFields,
       async handler(call) {
         const { IncludeDeleted, ...fromBody } = call.body
         for (const name of Object.keys(fromBody)) {
@@ -81,8 +82,9 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       path: '/People/Read/Missing',
       query: schemas.missingQuery,
       cache: listingCache,
-      xml: { root: 'People' },
+      xml: { root: 'People', item: 'Person', list: 'People' },
       csv: listingRows,
+      csvColumns: personRecordFields,
       async handler(call) {
         const plan = planListing(call.query, { allowDeletedFilter: false })
         const scope = scopeOf(call.caller)
