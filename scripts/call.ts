@@ -4,6 +4,10 @@
  * code (D4) and prints status, headers and body. PATH is after the base path, e.g.
  * /Api/Read/Acl or '/People/Read/Missing?page=2'. The key comes from --key-file
  * (default <DATA_DIR>/admin-key.json) or KEYGATE_API_KEY + KEYGATE_API_SECRET.
+ * `--field NAME[,NAME]` prints only those fields of the JSON answer (`Id`, `0.Id` for a
+ * list's first record), on one line and `--request-id` only the x-RequestID header, for scripts:
+ * `ID=$(npm run --silent call -- POST ... --field Id)`; a status other than 2xx then
+ * prints the answer to stderr and exits 1.
  * It finds the service the way the service configures itself (loadConfig: PORT, HOST,
  * BASE_PATH, DATA_DIR, CONFIG_FILE or config/local.json).
  */
@@ -14,7 +18,7 @@ import { signedHeaders } from '../kernel/auth/signature.ts'
 import { loadConfig, ConfigError, type Config } from '../kernel/boot/config.ts'
 import { exitQuietlyOnClosedPipe } from './closedPipe.ts'
 
-const usage = `usage: npm run --silent call -- METHOD PATH [--body JSON] [--today CODE] [--key-file FILE] [--base URL] [--header 'Name: value']...`
+const usage = `usage: npm run --silent call -- METHOD PATH [--body JSON] [--today CODE] [--key-file FILE] [--base URL] [--header 'Name: value']... [--field NAME | --request-id]`
 
 function fail(message: string): never {
   console.error(`call: ${message}`)
@@ -32,6 +36,7 @@ const { values, positionals } = parseArgs({
   options: {
     body: { type: 'string' }, today: { type: 'string' }, 'key-file': { type: 'string' }, base: { type: 'string' },
     header: { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' },
+    field: { type: 'string' }, 'request-id': { type: 'boolean' },
   },
 })
 if (values.help || positionals.length !== 2) fail(usage)
@@ -82,6 +87,16 @@ for (const line of values.header ?? []) {
 }
 try {
   const response = await fetch(base + path, { method, headers, body: values.body })
+  if (values.field !== undefined || values['request-id']) {
+    const text = await response.text()
+    if (!response.ok) {
+      console.error(`call: HTTP ${response.status} ${response.statusText}: ${text}`)
+      process.exit(1)
+    }
+    // Several fields (`Id,Api_Key`) print on one line, for `read -r ID KEY`.
+    console.log(values['request-id'] ? response.headers.get('x-requestid') ?? '' : values.field!.split(',').map((name) => fieldOf(text, name)).join(' '))
+    process.exit(0)
+  }
   console.log(`HTTP ${response.status} ${response.statusText}`)
   for (const [name, value] of response.headers) console.log(`${name}: ${value}`)
   console.log('')
@@ -89,4 +104,19 @@ try {
   process.exitCode = response.ok ? 0 : 1
 } catch (error) {
   fail(`cannot reach ${base}: ${(error as Error & { cause?: Error }).cause?.message ?? (error as Error).message}`)
+}
+
+/** One field of a JSON answer by a dotted path (`Id`, `0.Id`); objects print as JSON. */
+function fieldOf(text: string, name: string): string {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    fail(`--field ${name}: the answer is not JSON (ask with ?format=json)`)
+  }
+  for (const part of name.split('.')) {
+    if (value === null || typeof value !== 'object' || !Object.hasOwn(value, part)) fail(`--field ${name}: the answer has no such field`)
+    value = (value as Record<string, unknown>)[part]
+  }
+  return typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value)
 }
