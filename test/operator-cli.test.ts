@@ -4,7 +4,7 @@
  * disable|enable|show, group list, acl list|remove and root-key.
  */
 import t, { type Test } from 'tap'
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -60,6 +60,23 @@ t.test('a second database bootstrapped into the same folder writes admin-key-2.j
   t.equal(second.stderr, `keygate admin: ${label}\nadmin: first start - the root admin key was written to ${join(dataDir, 'admin-key-2.json')}\n`)
   t.equal(readFileSync(join(dataDir, 'admin-key.json'), 'utf8'), original, 'the SQLite root key file is untouched')
   t.equal(JSON.parse(readFileSync(join(dataDir, 'admin-key-2.json'), 'utf8')).Api_Key, JSON.parse(second.stdout)[0].Api_Key)
+  // The service's own first start says where the key went, and how to use it.
+  const thirdUrl = await mariadbDatabase(t)
+  const env: Record<string, string> = { ...process.env, DATA_DIR: dataDir, DATABASE_URL: thirdUrl!, PORT: '0' } as Record<string, string>
+  delete env.MASTER_KEY
+  const service = spawn(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  t.teardown(() => { if (service.exitCode === null) service.kill('SIGKILL') })
+  let output = ''
+  service.stdout.on('data', (chunk) => (output += chunk))
+  await new Promise<void>((resolve) => {
+    service.stdout.on('data', () => { if (output.includes('Try it')) resolve() })
+    service.on('exit', () => resolve())
+  })
+  service.kill('SIGTERM')
+  t.match(output, `First start: created the root admin key (shown once; ${join(dataDir, 'admin-key.json')} exists already (another database's root key) and was left as it is; also in ${join(dataDir, 'admin-key-3.json')}, mode 0600)`)
+  t.match(output, `Try it: npm run --silent call -- GET /Api/Read/Acl --key-file ${join(dataDir, 'admin-key-3.json')}\n`)
+  t.equal(readFileSync(join(dataDir, 'admin-key.json'), 'utf8'), original, 'still untouched')
+
   const daycode = await runAdmin(['daycode'], { DATA_DIR: dataDir, DATABASE_URL: databaseUrl })
   t.equal(daycode.stderr, `keygate admin: ${label}\n`, 'daycode says which database its code belongs to')
   t.match(daycode.stdout, /^\d{8}\n$/)
