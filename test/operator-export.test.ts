@@ -4,7 +4,7 @@
  * log record; the day code stays. `admin backup` copies SQLite while 16 clients call.
  */
 import t, { type Test } from 'tap'
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
@@ -141,6 +141,7 @@ t.test('backup while 16 clients call: the copy opens and holds every key', async
   await Promise.all(clients)
   t.equal(result.code, 0, result.stderr)
   t.equal(JSON.parse(result.stdout).Keys, 21)
+  t.equal(statSync(target).mode & 0o777, 0o600, 'owner only, like the database')
   t.ok(statuses.length >= 16)
   t.same([...new Set(statuses)], [200], 'every call was answered while the backup ran')
   const copy = new SQLite(target, { readonly: true })

@@ -1,4 +1,4 @@
-import { existsSync, statSync } from 'node:fs'
+import { chmodSync, existsSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import SQLite from 'better-sqlite3'
 import { UsageError, type AdminCommand } from './command.ts'
@@ -27,6 +27,8 @@ export const backup: AdminCommand = {
     } finally {
       database.close()
     }
+    // Like the database itself: sealed secrets and people's data, owner only.
+    chmodSync(target, 0o600)
     // Prove the copy opens and holds the keys before saying it is good.
     const copy = new SQLite(target, { readonly: true, fileMustExist: true })
     try {
