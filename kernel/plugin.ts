@@ -106,8 +106,12 @@ export interface Route<Body = any, Query = any> {
   /** JSON schema of the query parameters (values arrive as strings and are coerced). */
   query?: object
   cache?: CachePolicy<Body, Query>
-  /** Root element of XML answers, and the element of each item when the answer is a list. */
-  xml: { root: string; item?: string }
+  /**
+   * Root element of XML answers, and the element of each item when the answer is a list.
+   * `list`: the field of a wrapped list answer (e.g. `People` beside Total and Page) whose
+   * records become one `item` element each, directly inside the root.
+   */
+  xml: { root: string; item?: string; list?: string }
   /** How an answer becomes CSV rows when it is not already a list of records. */
   csv?: (result: any, call: Call<Body, Query>) => unknown[]
   /**
@@ -116,6 +120,8 @@ export interface Route<Body = any, Query = any> {
    * the OpenAPI document.
    */
   rawContentType?: string
+  /** The CSV header of a record, so an answer with no records still has its header row. */
+  csvColumns?: readonly string[]
   handler(call: Call<Body, Query>): unknown | Promise<unknown>
 }
 

@@ -27,10 +27,52 @@ export async function settleSetting(db: Kysely<CoreTables>, name: string, value:
   }
 }
 
+/** The master key in use is not the one this database's secrets were sealed under. */
+export class MasterKeyMismatch extends Error {
+  constructor() {
+    super(
+      'the master key does not open this database (its secrets were sealed under another key: ' +
+        'set MASTER_KEY, or put back the dataDir/master.key, that this database was created with)',
+    )
+  }
+}
+
 /** The server's day-code secret (D5): made at first start, kept sealed in the database. */
 export async function loadDaySecret(db: Kysely<CoreTables>, secrets: SecretBox): Promise<Buffer> {
   const stored = (await readSetting(db, 'day_secret')) ?? (await settleSetting(db, 'day_secret', secrets.seal(newDaySecret().toString('hex'), 'day-secret')))
-  return Buffer.from(secrets.open(stored, 'day-secret'), 'hex')
+  // The first sealed value opened at start: an AES-GCM failure here means the wrong key.
+  let opened: string
+  try {
+    opened = secrets.open(stored, 'day-secret')
+  } catch {
+    throw new MasterKeyMismatch()
+  }
+  return Buffer.from(opened, 'hex')
+}
+
+/** The first start's root key and the file its credentials were written to. */
+export interface RootKey extends IssuedKey {
+  file: string
+}
+
+/**
+ * Writes the root key's credentials to admin-key.json, or, when that exists (a second
+ * database bootstrapped into the same folder), to admin-key-2.json, -3, ...: an
+ * existing key file is never overwritten. Returns the path written.
+ */
+export function writeRootKeyFile(dataDir: string, root: IssuedKey): string {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  const content = JSON.stringify({ Id: root.id, Api_Key: root.apiKey, Api_Secret: root.secret }, null, 2) + '\n'
+  for (let index = 1; ; index++) {
+    const file = join(dataDir, index === 1 ? 'admin-key.json' : `admin-key-${index}.json`)
+    try {
+      // 'wx' fails when the file exists, so two starts never share or overwrite one.
+      writeFileSync(file, content, { mode: 0o600, flag: 'wx' })
+      return file
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
+  }
 }
 
 /** Creates one group and its ACL entries; returns the group id. */
@@ -100,7 +142,7 @@ export async function bootstrap(
   secrets: SecretBox,
   plugins: readonly Plugin[],
   options: { dataDir: string; now: number },
-): Promise<IssuedKey | null> {
+): Promise<RootKey | null> {
   const newGroupIds: number[] = []
   for (const plugin of plugins) {
     if (!plugin.defaultGroups?.length) continue
@@ -134,7 +176,5 @@ export async function bootstrap(
     response_format: 'json',
   }, allGroups.map((group) => Number(group.id)))
   await settleSetting(db, rootKeySetting, String(root.id))
-  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 })
-  writeFileSync(join(options.dataDir, 'admin-key.json'), JSON.stringify({ Id: root.id, Api_Key: root.apiKey, Api_Secret: root.secret }, null, 2) + '\n', { mode: 0o600 })
-  return root
+  return { ...root, file: writeRootKeyFile(options.dataDir, root) }
 }

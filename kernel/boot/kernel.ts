@@ -5,8 +5,7 @@ import { coreMigrations } from '../storage/coreMigrations.ts'
 import { migrate } from '../storage/migrator.ts'
 import { masterSecretBox, type SecretBox } from '../auth/secrets.ts'
 import { KeyAdministration } from '../auth/keyAdministration.ts'
-import { bootstrap, loadDaySecret } from './bootstrap.ts'
-import type { IssuedKey } from '../auth/keyIssuer.ts'
+import { bootstrap, loadDaySecret, type RootKey } from './bootstrap.ts'
 import { loadPlugins } from './pluginLoader.ts'
 import { mergedHistory } from './pluginHistory.ts'
 import { routeCatalog } from '../http/routeCatalog.ts'
@@ -42,8 +41,8 @@ export interface Kernel {
   readonly database: Database
   /** Seals and opens API secrets under the master key (the operator CLI, tests). */
   readonly secrets: SecretBox
-  /** The root admin key when this start created it (first start), else null. */
-  readonly createdRootKey: IssuedKey | null
+  /** The root admin key and its file when this start created it (first start), else null. */
+  readonly createdRootKey: RootKey | null
   readonly daySecret: Buffer
   /** The mounted routes, by plugin: what this instance answers. */
   routes(): { plugin: string; method: string; path: string; dayCode: boolean; hasBody: boolean }[]

@@ -8,15 +8,18 @@ import { join } from 'node:path'
 import { loadConfig, ConfigError, type Config } from './config.ts'
 import { createKernel, type Kernel } from './kernel.ts'
 import { servePrimary, workerLink } from './cluster.ts'
-import type { IssuedKey } from '../auth/keyIssuer.ts'
 import { masterKeyWarning } from '../auth/masterKey.ts'
+import { MasterKeyMismatch, type RootKey } from './bootstrap.ts'
 
-function announceRootKey(config: Config, root: IssuedKey | null): void {
+function announceRootKey(config: Config, root: RootKey | null): void {
   if (!root) return
+  const usual = join(config.dataDir, 'admin-key.json')
+  // A second database bootstrapped into one folder: the older key file stays as it was.
+  const elsewhere = root.file === usual ? '' : `${usual} exists already (another database's root key) and was left as it is; `
   console.log(
-    `\nFirst start: created the root admin key (shown once; also in ${join(config.dataDir, 'admin-key.json')}, mode 0600)\n` +
+    `\nFirst start: created the root admin key (shown once; ${elsewhere}also in ${root.file}, mode 0600)\n` +
       `  Id:         ${root.id}\n  Api_Key:    ${root.apiKey}\n  Api_Secret: ${root.secret}\n` +
-      `Try it: npm run --silent call -- GET /Api/Read/Acl\n`,
+      `Try it: npm run --silent call -- GET /Api/Read/Acl${root.file === usual ? '' : ` --key-file ${root.file}`}\n`,
   )
 }
 
@@ -110,6 +113,10 @@ async function main(): Promise<void> {
 }
 
 main().catch((error) => {
+  if (error instanceof MasterKeyMismatch) {
+    console.error(`keygate: ${error.message}`)
+    process.exit(1)
+  }
   console.error(`keygate: could not start: ${(error as Error).message ?? error}`)
   process.exit(1)
 })

@@ -77,15 +77,26 @@ function toCsv(rows: unknown[]): string {
   return Papa.unparse(records, { escapeFormulae: formulaStart, newline: '\r\n' })
 }
 
+/** A wrapped list (xml.list): its records as `item` elements beside the other fields, not a nested list element. */
+function xmlContent(result: unknown, xml: Route['xml']): unknown {
+  if (Array.isArray(result)) return { [xml.item ?? 'Item']: result }
+  if (xml.list === undefined || result === null || typeof result !== 'object') return result
+  const { [xml.list]: records, ...fields } = result as Record<string, unknown>
+  // No records (e.g. the text "No people found"): no item elements; Total says so.
+  return Array.isArray(records) ? { ...fields, [xml.item ?? 'Item']: records } : fields
+}
+
 /** Encodes a handler's answer in the chosen format. */
-export function encode(result: unknown, format: ResponseFormat, route: Pick<Route, 'xml' | 'csv'>, csvRows?: unknown[]): Encoded {
+export function encode(result: unknown, format: ResponseFormat, route: Pick<Route, 'xml' | 'csv' | 'csvColumns'>, csvRows?: unknown[]): Encoded {
   if (result instanceof RawAnswer) return { body: result.body, contentType: result.contentType, status: result.status }
   if (format === 'json') return { body: Buffer.from(JSON.stringify(result)), contentType: contentTypes.json }
   if (format === 'xml') {
     // xmlSafe: no stored text or field name can make the encoder throw (xmlSafe.ts).
-    const content = xmlSafe(Array.isArray(result) ? { [route.xml.item ?? 'Item']: result } : result)
+    const content = xmlSafe(xmlContent(result, route.xml))
     return { body: Buffer.from(toXml(xmlName(route.xml.root), content ?? '', xmlOptions)), contentType: contentTypes.xml }
   }
   const rows = csvRows ?? (Array.isArray(result) ? result : [result])
+  // No records: still the header row, so a reader sees the columns (and not an empty file).
+  if (rows.length === 0 && route.csvColumns) return { body: Buffer.from(Papa.unparse({ fields: [...route.csvColumns], data: [] }, { newline: '\r\n' })), contentType: contentTypes.csv }
   return { body: Buffer.from(toCsv(rows)), contentType: contentTypes.csv }
 }

@@ -46,6 +46,7 @@ export function accountRoutes(kernel: KernelServices): Route[] {
       path: '/account/read/player',
       body: emptyBody,
       xml: { root: 'Players', item: 'Player' },
+      csvColumns: ['Id', 'Name', 'DispGroup', 'Location', 'Last_Seen'],
       handler: (call) => kernel.tenants.players({ parent: call.caller.parent, custno: call.caller.custno }),
     }),
   ]

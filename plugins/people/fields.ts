@@ -169,6 +169,13 @@ export const recordColumns = [
 
 export type RecordRow = Pick<PersonRow, (typeof recordColumns)[number]>
 
+/** The fields of a person record, in answer order: the CSV header of a listing with no one in it. */
+export const personRecordFields = [
+  'Id', 'Emp_Id', 'Created', 'Deleted', 'Parent', 'Custno', 'DispGroup', 'Source_Id', 'Location', 'Email',
+  'FirstName', 'LastName', 'NickName', 'Phone', 'Web', 'Photo', 'Gender', 'Dept', 'Title', 'Birthday',
+  'HireDate', 'TermDate', 'Skip', 'DateLast', 'DateEdit',
+] as const satisfies readonly (keyof PersonRecord)[]
+
 export function personRecord(row: RecordRow): PersonRecord {
   return {
     Id: Number(row.id),

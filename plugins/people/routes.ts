@@ -1,5 +1,5 @@
 import { badRequest, calendarDayAt, defineRoute, type CachePolicy, type Call, type KernelServices, type Route } from '../../kernel/sdk.ts'
-import { columnsFromInput, todayText, type PersonInput } from './fields.ts'
+import { columnsFromInput, personRecordFields, todayText, type PersonInput } from './fields.ts'
 import { listingRows, planListing, runListing, type ListingAnswer, type ListingParameters, type ListingSet, type TotalMemo } from './listing.ts'
 import { changePerson, createPerson, findPerson, recallPerson, setPersonColumns, type ChangedPerson } from './queries.ts'
 import { decodeImage, removeStoredPhoto, storePhoto } from './photos.ts'
@@ -61,8 +61,9 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       body: schemas.listBody,
       query: schemas.listQuery,
       cache: listingCache,
-      xml: { root: 'People' },
+      xml: { root: 'People', item: 'Person', list: 'People' },
       csv: listingRows,
+      csvColumns: personRecordFields,
       async handler(call) {
         const { IncludeDeleted, ...fromBody } = call.body
         for (const name of Object.keys(fromBody)) {
@@ -86,8 +87,9 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       path: '/People/Read/Missing',
       query: schemas.missingQuery,
       cache: listingCache,
-      xml: { root: 'People' },
+      xml: { root: 'People', item: 'Person', list: 'People' },
       csv: listingRows,
+      csvColumns: personRecordFields,
       async handler(call) {
         const plan = planListing(call.query, { allowDeletedFilter: false })
         const scope = scopeOf(call.caller)
@@ -99,6 +101,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       path: '/People/Read/Today',
       query: schemas.todayQuery,
       xml: { root: 'Today', item: 'Person' },
+      csvColumns: [...personRecordFields, 'Occasion', 'Years'],
       async handler(call) {
         const scope = scopeOf(call.caller)
         // A display player polls this route: the call itself is its sign of life.

@@ -1,5 +1,6 @@
-/** A mistake in the operator's command line: printed with the usage, exit status 2. */
-export class UsageError extends Error {}
+import { UsageError } from './command.ts'
+
+export { UsageError }
 
 type Options = Record<string, string | string[] | boolean | undefined>
 

@@ -1,0 +1,46 @@
+import { join } from 'node:path'
+import type { ParseArgsConfig } from 'node:util'
+import type { Config } from '../../kernel/boot/config.ts'
+import type { Kernel } from '../../kernel/boot/kernel.ts'
+
+/** A mistake in the command line: printed with the usage hint, exit 2. */
+export class UsageError extends Error {}
+
+export type OptionValues = Record<string, string | string[] | boolean | undefined>
+
+/** What one CLI run offers its command: the config, and the kernel started on demand. */
+export interface AdminSession {
+  readonly config: Config
+  /** The kernel on this config (migrations and first start applied), started once, closed by the dispatcher. */
+  kernel(): Promise<Kernel>
+}
+
+/**
+ * One command family (`key ...`, `daycode`, `export`): its usage lines, its options
+ * (parsed for it alone, so families never share or clash on option names), and its
+ * work. What `run` returns is printed (or as JSON with --json); text it writes itself
+ * (export) it returns undefined for.
+ */
+export interface AdminCommand {
+  usage: string
+  options?: NonNullable<ParseArgsConfig['options']>
+  run(session: AdminSession, words: string[], options: OptionValues): Promise<unknown>
+}
+
+export function integerOption(value: unknown, name: string): number {
+  if (typeof value !== 'string' || !/^\d+$/.test(value)) throw new UsageError(`--${name} needs a whole number`)
+  return Number(value)
+}
+
+export function textOption(value: unknown, name: string, command: string): string {
+  if (typeof value !== 'string' || value.trim() === '') throw new UsageError(`${command} needs --${name}`)
+  return value
+}
+
+/** `SQLite /data/keygate.sqlite` or `MySQL root@127.0.0.1:3306/keygate`: never the password. */
+export function databaseLabel(config: Config): string {
+  if (!config.databaseUrl) return `SQLite ${join(config.dataDir, 'keygate.sqlite')}`
+  const url = new URL(config.databaseUrl)
+  const user = url.username ? `${decodeURIComponent(url.username)}@` : ''
+  return `MySQL ${user}${url.hostname}:${url.port || 3306}${decodeURIComponent(url.pathname)}`
+}

@@ -1,0 +1,35 @@
+import { createGroup } from '../../kernel/boot/bootstrap.ts'
+import { isUniqueViolation } from '../../kernel/storage/database.ts'
+import { UsageError, textOption, type AdminCommand } from './command.ts'
+
+/** `group add|list`: ACL groups. */
+export const group: AdminCommand = {
+  usage: `  group add --name NAME                             a new, empty ACL group
+  group list                                        every group, its ACL paths and how many keys hold it`,
+  options: { name: { type: 'string' } },
+  async run(session, words, options) {
+    const { db } = (await session.kernel()).database
+    if (words[0] === 'add') {
+      const name = textOption(options.name, 'name', 'group add')
+      try {
+        const id = await createGroup(db, { name, paths: [] })
+        return { Id: id, Display_Name: name }
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new UsageError(`a group named '${name}' exists already`)
+        throw error
+      }
+    }
+    if (words[0] === 'list') {
+      const groups = await db.selectFrom('api_groups').select(['id', 'display_name']).orderBy('id').execute()
+      const paths = await db.selectFrom('api_group_acl as ga').innerJoin('api_acl as a', 'a.id', 'ga.acl_id').select(['ga.group_id as groupId', 'a.path as path']).orderBy('a.id').execute()
+      const holders = await db.selectFrom('api_key_groups').select(['group_id', (eb) => eb.fn.countAll<number>().as('keys')]).groupBy('group_id').execute()
+      return groups.map((row) => ({
+        Id: Number(row.id),
+        Display_Name: row.display_name,
+        Keys: Number(holders.find((holder) => Number(holder.group_id) === Number(row.id))?.keys ?? 0),
+        Paths: paths.filter((path) => Number(path.groupId) === Number(row.id)).map((path) => path.path).join(','),
+      }))
+    }
+    throw new UsageError(`unknown command: group ${words.join(' ')}`)
+  },
+}

@@ -1,0 +1,71 @@
+import { readSetting } from '../../kernel/boot/bootstrap.ts'
+import { issueKey } from '../../kernel/auth/keyIssuer.ts'
+import { isUniqueViolation } from '../../kernel/storage/database.ts'
+import { httpDate } from '../../kernel/auth/apiDate.ts'
+import type { KeyRecord } from '../../kernel/auth/keyAdministration.ts'
+import { UsageError, integerOption, textOption, type AdminCommand } from './command.ts'
+
+function keyRow(row: KeyRecord, now: number) {
+  return {
+    Id: Number(row.id), Api_Key: row.api_key, Name: row.display_name, Parent: Number(row.parent), Custno: Number(row.custno),
+    StartDate: row.start_date === null ? null : httpDate(Number(row.start_date)),
+    EndDate: row.end_date === null ? null : httpDate(Number(row.end_date)),
+    CreatedBy: row.created_by === null ? null : Number(row.created_by),
+    Active: (row.start_date === null || Number(row.start_date) <= now) && (row.end_date === null || now < Number(row.end_date)) ? 1 : 0,
+  }
+}
+
+function keyId(words: string[], command: string): number {
+  if (words.length !== 2 || !/^\d+$/.test(words[1])) throw new UsageError(`usage: key ${command} ID`)
+  return Number(words[1])
+}
+
+/** `key bootstrap|list|show|disable|enable`: keys, always through the kernel. */
+export const key: AdminCommand = {
+  usage: `  key bootstrap --parent N --custno N --name NAME   an admin key for a tenant (the root key's groups)
+  key list                                          every key, without secrets
+  key show ID                                       one key and its groups
+  key disable ID | key enable ID                    EndDate now (as the API's disable) | no EndDate`,
+  options: { parent: { type: 'string' }, custno: { type: 'string' }, name: { type: 'string' } },
+  async run(session, words, options) {
+    const kernel = await session.kernel()
+    const { db } = kernel.database
+    const now = Date.now()
+    if (words[0] === 'bootstrap') {
+      const parent = integerOption(options.parent, 'parent')
+      const custno = integerOption(options.custno, 'custno')
+      const name = textOption(options.name, 'name', 'key bootstrap')
+      const rootId = await readSetting(db, 'root_key_id')
+      const groups = rootId === undefined ? [] : await db.selectFrom('api_key_groups').select('group_id').where('key_id', '=', Number(rootId)).execute()
+      try {
+        const issued = await issueKey(db, kernel.secrets, now, { display_name: name, parent, custno, require_https: 0 }, groups.map((row) => Number(row.group_id)))
+        return { Id: issued.id, Api_Key: issued.apiKey, Api_Secret: issued.secret }
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new UsageError(`Display Name '${name}' is already defined for parent ${parent}`)
+        throw error
+      }
+    }
+    if (words[0] === 'list') {
+      const rows = await db.selectFrom('api_keys').selectAll().orderBy('id').execute()
+      return rows.map((row) => keyRow(row, now))
+    }
+    if (words[0] === 'show') {
+      const id = keyId(words, 'show')
+      const row = await db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst()
+      if (!row) throw new UsageError(`no key ${id}`)
+      const groups = await kernel.services.keys.groupsOf(id)
+      return { ...keyRow(row, now), Groups: groups.map((group) => `${group.Id} ${group.Display_Name}`) }
+    }
+    if (words[0] === 'disable' || words[0] === 'enable') {
+      const id = keyId(words, words[0])
+      const endDate = words[0] === 'disable' ? now : null
+      const updated = await db.updateTable('api_keys').set({ end_date: endDate, updated_at: now }).where('id', '=', id).executeTakeFirst()
+      if (Number(updated.numUpdatedRows) === 0) throw new UsageError(`no key ${id}`)
+      kernel.services.keys.changed(id)
+      console.error(`admin: a running service sees this within cache.keyTtlSeconds (${kernel.config.cache.keyTtlSeconds} s)`)
+      const row = await db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
+      return keyRow(row, now)
+    }
+    throw new UsageError(`unknown command: key ${words.join(' ')}`)
+  },
+}

@@ -1,0 +1,85 @@
+import { sql, type Kysely } from 'kysely'
+import type { Dialect } from '../../kernel/storage/database.ts'
+
+/** The kernel's tables in an order that satisfies their references; plugin tables follow, by name. */
+const kernelOrder = ['kernel_settings', 'api_acl', 'api_groups', 'api_group_acl', 'api_keys', 'api_key_groups', 'api_log']
+
+/** Kysely's migration bookkeeping: each database keeps its own, made by migrating it. */
+function isBookkeeping(table: string): boolean {
+  return table.startsWith('migrations_') || table.startsWith('kysely_')
+}
+
+/**
+ * Every data table of this database, kernel and plugins alike, read from the database's
+ * own catalogue (so a plugin's tables come along without being named here).
+ */
+export async function dataTables(db: Kysely<any>, dialect: Dialect): Promise<string[]> {
+  const rows = dialect === 'sqlite'
+    ? (await sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`.execute(db)).rows
+    : (await sql<{ name: string }>`select table_name as name from information_schema.tables where table_schema = database() and table_type = 'BASE TABLE'`.execute(db)).rows
+  const names = rows.map((row) => row.name).filter((name) => !isBookkeeping(name))
+  const rank = (name: string) => (kernelOrder.includes(name) ? kernelOrder.indexOf(name) : kernelOrder.length)
+  return names.sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0))
+}
+
+/** The column names of one table, in their declared order. */
+export async function tableColumns(db: Kysely<any>, dialect: Dialect, table: string): Promise<string[]> {
+  if (dialect === 'sqlite') {
+    const rows = (await sql<{ name: string }>`select name from pragma_table_info(${table})`.execute(db)).rows
+    return rows.map((row) => row.name)
+  }
+  const rows = (await sql<{ name: string }>`select column_name as name from information_schema.columns where table_schema = database() and table_name = ${table} order by ordinal_position`.execute(db)).rows
+  return rows.map((row) => row.name)
+}
+
+/**
+ * Reads a table in pages, never the whole table at once: by `id` where there is one
+ * (each page starts after the last id), else by offset in the order of all columns.
+ */
+export async function* tablePages(db: Kysely<any>, table: string, columns: string[], pageSize: number): AsyncGenerator<Record<string, unknown>[]> {
+  if (columns.includes('id')) {
+    let after: number | null = null
+    for (;;) {
+      const page: Record<string, unknown>[] = await db.selectFrom(table).selectAll()
+        .$if(after !== null, (query) => query.where('id', '>', after))
+        .orderBy('id').limit(pageSize).execute()
+      if (page.length === 0) return
+      yield page
+      after = Number(page[page.length - 1].id)
+      if (page.length < pageSize) return
+    }
+  }
+  for (let offset = 0; ; offset += pageSize) {
+    let query = db.selectFrom(table).selectAll()
+    for (const column of columns) query = query.orderBy(column)
+    const page: Record<string, unknown>[] = await query.limit(pageSize).offset(offset).execute()
+    if (page.length === 0) return
+    yield page
+    if (page.length < pageSize) return
+  }
+}
+
+/** JSON cannot hold bytes: a Buffer (a blob column) travels as { $base64 }. */
+export function encodeValue(value: unknown): unknown {
+  if (Buffer.isBuffer(value)) return { $base64: value.toString('base64') }
+  if (value instanceof Date) return value.getTime()
+  return value
+}
+
+export function decodeValue(value: unknown): unknown {
+  if (value !== null && typeof value === 'object' && typeof (value as { $base64?: unknown }).$base64 === 'string') {
+    return Buffer.from((value as { $base64: string }).$base64, 'base64')
+  }
+  return value
+}
+
+/** The first line of an export: what it is and which tables follow. */
+export interface ExportHeader {
+  format: 'keygate-export'
+  version: 1
+  source: string
+  exportedAt: string
+  tables: string[]
+}
+
+export const photosFolder = 'photos'

@@ -1,0 +1,145 @@
+/**
+ * Issue 14.2 and 14.5: the operator CLI names its database on every run, never
+ * overwrites admin-key.json, says one line for a wrong master key, and has key
+ * disable|enable|show, group list, acl list|remove and root-key.
+ */
+import t, { type Test } from 'tap'
+import { spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createScratchDatabase, mysqlProblem } from './helpers/scratchDatabase.ts'
+import { runAdmin } from './helpers/adminCli.ts'
+import SQLite from 'better-sqlite3'
+import { loadMasterKey, SecretBox } from '../kernel/auth/secrets.ts'
+
+function tempDir(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'keygate-cli-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+/** A fresh MariaDB database, dropped at the test's end; null when no server answers (outside CI only). */
+async function mariadbDatabase(t: Test): Promise<string | null> {
+  const problem = await mysqlProblem()
+  if (problem !== null) {
+    if (process.env.CI === 'true' || process.env.REQUIRE_MYSQL === '1') throw new Error(`MariaDB is required here but not reachable: ${problem}`)
+    return null
+  }
+  const scratch = await createScratchDatabase()
+  t.teardown(() => scratch.drop())
+  return scratch.url
+}
+
+t.test('a second database bootstrapped into the same folder writes admin-key-2.json and says so', async (t) => {
+  const dataDir = tempDir(t)
+  const first = await runAdmin(['key', 'list', '--json'], { DATA_DIR: dataDir })
+  t.equal(first.code, 0, first.stderr)
+  t.equal(first.stderr, `keygate admin: SQLite ${join(dataDir, 'keygate.sqlite')}\nadmin: first start - the root admin key was written to ${join(dataDir, 'admin-key.json')}\n`)
+  const original = readFileSync(join(dataDir, 'admin-key.json'), 'utf8')
+  t.equal(JSON.parse(original).Api_Key, JSON.parse(first.stdout)[0].Api_Key)
+  const databaseUrl = await mariadbDatabase(t)
+  if (!databaseUrl) {
+    t.comment('MariaDB not reachable: the second-database half is skipped')
+    return
+  }
+  const second = await runAdmin(['key', 'list', '--json'], { DATA_DIR: dataDir, DATABASE_URL: databaseUrl })
+  t.equal(second.code, 0, second.stderr)
+  const label = `MySQL ${new URL(databaseUrl).username}@${new URL(databaseUrl).hostname}:${new URL(databaseUrl).port || 3306}${new URL(databaseUrl).pathname}`
+  t.equal(second.stderr, `keygate admin: ${label}\nadmin: first start - the root admin key was written to ${join(dataDir, 'admin-key-2.json')}\n`)
+  t.equal(readFileSync(join(dataDir, 'admin-key.json'), 'utf8'), original, 'the SQLite root key file is untouched')
+  t.equal(JSON.parse(readFileSync(join(dataDir, 'admin-key-2.json'), 'utf8')).Api_Key, JSON.parse(second.stdout)[0].Api_Key)
+  // The service's own first start says where the key went, and how to use it.
+  const thirdUrl = await mariadbDatabase(t)
+  const env: Record<string, string> = { ...process.env, DATA_DIR: dataDir, DATABASE_URL: thirdUrl!, PORT: '0' } as Record<string, string>
+  delete env.MASTER_KEY
+  const service = spawn(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  t.teardown(() => { if (service.exitCode === null) service.kill('SIGKILL') })
+  let output = ''
+  service.stdout.on('data', (chunk) => (output += chunk))
+  await new Promise<void>((resolve) => {
+    service.stdout.on('data', () => { if (output.includes('Try it')) resolve() })
+    service.on('exit', () => resolve())
+  })
+  service.kill('SIGTERM')
+  t.match(output, `First start: created the root admin key (shown once; ${join(dataDir, 'admin-key.json')} exists already (another database's root key) and was left as it is; also in ${join(dataDir, 'admin-key-3.json')}, mode 0600)`)
+  t.match(output, `Try it: npm run --silent call -- GET /Api/Read/Acl --key-file ${join(dataDir, 'admin-key-3.json')}\n`)
+  t.equal(readFileSync(join(dataDir, 'admin-key.json'), 'utf8'), original, 'still untouched')
+
+  const daycode = await runAdmin(['daycode'], { DATA_DIR: dataDir, DATABASE_URL: databaseUrl })
+  t.equal(daycode.stderr, `keygate admin: ${label}\n`, 'daycode says which database its code belongs to')
+  t.match(daycode.stdout, /^\d{8}\n$/)
+})
+
+t.test('a wrong master key: one line, exit 1, for the service and the CLI', async (t) => {
+  const dataDir = tempDir(t)
+  t.equal((await runAdmin(['daycode'], { DATA_DIR: dataDir })).code, 0)
+  const wrong = 'cd'.repeat(32)
+  const cli = await runAdmin(['daycode'], { DATA_DIR: dataDir, MASTER_KEY: wrong })
+  t.equal(cli.code, 1)
+  t.equal(cli.stderr.split('\n')[1], 'admin: the master key does not open this database (its secrets were sealed under another key: set MASTER_KEY, or put back the dataDir/master.key, that this database was created with)')
+  const env: Record<string, string> = { ...process.env, DATA_DIR: dataDir, MASTER_KEY: wrong, PORT: '0' } as Record<string, string>
+  delete env.DATABASE_URL
+  const service = spawnSync(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { env, encoding: 'utf8', timeout: 60_000 })
+  t.equal(service.status, 1)
+  t.equal(service.stderr, 'keygate: the master key does not open this database (its secrets were sealed under another key: set MASTER_KEY, or put back the dataDir/master.key, that this database was created with)\n')
+  t.notMatch(service.stderr, /Unsupported state/)
+})
+
+t.test('key show|disable|enable, group list, acl list|remove, root-key', async (t) => {
+  const dataDir = tempDir(t)
+  const env = { DATA_DIR: dataDir }
+  const admin = (...args: string[]) => runAdmin(args, env)
+  const made = JSON.parse((await admin('key', 'bootstrap', '--parent', '7', '--custno', '1', '--name', 'tenant admin', '--json')).stdout)
+  t.equal(made.Id, 2)
+
+  const shown = await admin('key', 'show', '2', '--json')
+  t.equal(shown.code, 0)
+  const record = JSON.parse(shown.stdout)
+  t.match(record, { Id: 2, Name: 'tenant admin', Parent: 7, Custno: 1, EndDate: null, Active: 1 })
+  t.ok(record.Groups.some((group: string) => / Key administration$/.test(group)), 'with the groups it holds')
+
+  const disabled = await admin('key', 'disable', '2', '--json')
+  t.equal(disabled.code, 0, disabled.stderr)
+  t.match(JSON.parse(disabled.stdout), { Id: 2, Active: 0, EndDate: /GMT$/ })
+  t.match(disabled.stderr, /admin: a running service sees this within cache\.keyTtlSeconds \(60 s\)/)
+  const listed = JSON.parse((await admin('key', 'list', '--json')).stdout)
+  t.same(listed.map((key: { Id: number; Active: number }) => [key.Id, key.Active]), [[1, 1], [2, 0]])
+  t.match(JSON.parse((await admin('key', 'enable', '2', '--json')).stdout), { Id: 2, Active: 1, EndDate: null })
+  const missing = await admin('key', 'disable', '99')
+  t.equal(missing.code, 2)
+  t.match(missing.stderr, /admin: no key 99\n$/)
+  t.equal((await admin('key', 'disable', 'x')).code, 2)
+
+  const groups = JSON.parse((await admin('group', 'list', '--json')).stdout)
+  t.match(groups[0], { Id: 1, Display_Name: 'Key administration', Keys: 2, Paths: /\/Api\/Create\/Key/ })
+
+  const added = JSON.parse((await admin('acl', 'add', '--path', '/Extra/Read/Thing', '--name', 'extra', '--group', '1', '--json')).stdout)
+  let entries = JSON.parse((await admin('acl', 'list', '--json')).stdout)
+  t.match(entries.find((entry: { Id: number }) => entry.Id === added.Id), { Path: '/Extra/Read/Thing', Display_Name: 'extra', Groups: '1', Is_Public: 0 })
+  const removed = await admin('acl', 'remove', String(added.Id), '--json')
+  t.equal(removed.code, 0, removed.stderr)
+  t.same(JSON.parse(removed.stdout), { Id: added.Id, Path: '/Extra/Read/Thing', Removed: 1 })
+  entries = JSON.parse((await admin('acl', 'list', '--json')).stdout)
+  t.notOk(entries.some((entry: { Id: number }) => entry.Id === added.Id), 'gone')
+  t.notOk(JSON.parse((await admin('group', 'list', '--json')).stdout)[0].Paths.includes('/Extra/Read/Thing'), 'and out of its group')
+  const again = await admin('acl', 'remove', String(added.Id))
+  t.equal(again.code, 2)
+  t.match(again.stderr, /admin: no ACL entry \d+\n$/)
+
+  const before = JSON.parse(readFileSync(join(dataDir, 'admin-key.json'), 'utf8'))
+  const fresh = await admin('root-key', '--json')
+  t.equal(fresh.code, 0, fresh.stderr)
+  const rotated = JSON.parse(fresh.stdout)
+  t.equal(rotated.Id, before.Id)
+  t.equal(rotated.Api_Key, before.Api_Key, 'the same Api_Key')
+  t.not(rotated.Api_Secret, before.Api_Secret, 'a new secret')
+  t.match(rotated.Api_Secret, /^[A-Za-z0-9_-]{43}$/)
+  t.equal(JSON.parse(readFileSync(join(dataDir, 'admin-key.json'), 'utf8')).Api_Secret, before.Api_Secret, 'printed once, written nowhere')
+  t.notOk(existsSync(join(dataDir, 'admin-key-2.json')))
+  const database = new SQLite(join(dataDir, 'keygate.sqlite'), { readonly: true })
+  const sealed = (database.prepare('select secret_enc from api_keys where id = ?').get(before.Id) as { secret_enc: string }).secret_enc
+  database.close()
+  const box = new SecretBox(loadMasterKey(null, dataDir))
+  t.equal(box.open(sealed, before.Api_Key), rotated.Api_Secret, 'the stored secret is the new one, sealed')
+})
