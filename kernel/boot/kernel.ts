@@ -30,6 +30,14 @@ import { cacheLookupStage } from '../http/stages/cache.ts'
 import { handleStage } from '../http/stages/handle.ts'
 import { callLogger } from '../http/stages/log.ts'
 import type { ClusterLink, Invalidation } from './cluster.ts'
+import { sql } from 'kysely'
+import { createLogger, type Logger } from '../observe/logger.ts'
+import { KernelMetrics } from '../observe/metrics.ts'
+import { accessLogStage } from '../observe/accessLog.ts'
+import { runAfter } from '../observe/afterStage.ts'
+import { healthResponder } from '../http/health.ts'
+import { clientAddress } from '../http/clientAddress.ts'
+import { packageVersion } from './packageRoot.ts'
 
 export interface KernelOptions {
   config: Config
@@ -40,6 +48,8 @@ export interface KernelOptions {
   report?: (error: unknown) => void
   /** Set in a cluster worker: shared rate limits and cache invalidation (kernel/cluster.ts). */
   cluster?: ClusterLink
+  /** The service log (pino JSON lines; default: stdout). */
+  logger?: Logger
 }
 
 export interface Kernel {
@@ -51,6 +61,7 @@ export interface Kernel {
   /** The root admin key when this start created it (first start), else null. */
   readonly createdRootKey: IssuedKey | null
   readonly daySecret: Buffer
+  readonly logger: Logger
   /** The mounted routes, by plugin: what this instance answers. */
   routes(): { plugin: string; method: string; path: string; dayCode: boolean; hasBody: boolean }[]
   listen(): Promise<{ port: number; url: string }>
@@ -67,7 +78,9 @@ function errorAnswer(message: string, status: number, headers: [string, string][
 export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const { config } = options
   const clock = options.clock ?? Date.now
-  const report = options.report ?? ((error: unknown) => console.error(error))
+  const logger = options.logger ?? createLogger()
+  const metrics: KernelMetrics = new KernelMetrics({ logQueued: () => callLog.queued, logQueueMax: config.log.queueMax }, packageVersion)
+  const report = metrics.observeReport(options.report ?? ((error: unknown) => logger.error({ err: error }, 'unexpected error')))
   const plugins = await loadPlugins(config.plugins, options.plugins)
   const database = openDatabase(config)
   const { db, dialect } = database
@@ -89,6 +102,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const callLog = new CallLog(db, config.log, clock, report, config.nodeId, (rows) => database.insertMany('api_log', rows))
   requestIds.resumeAfter(await callLog.lastId())
   callLog.startPurging()
+  callLog.flushObserver = (seconds) => metrics.observeFlush(seconds)
 
   const keyPartition = (keyId: number) => `key:${keyId}`
   // Applied here, and on every sibling worker in cluster mode.
@@ -143,6 +157,9 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     handleStage(cache),
   ]
   const logCall = callLogger(callLog, config, isSecure)
+  // After-phase observers (kernel/observe); they join `stages` once the pipeline runs `after`.
+  const observers = [accessLogStage(logger, config.log.access ?? 'errors', clientAddress(new Set(config.trustProxy))), metrics.stage()]
+  const health = healthResponder({ ping: () => sql`select 1`.execute(db), logQueue: () => ({ queued: callLog.queued, max: config.log.queueMax }), closing: () => closing !== null })
   const basePathLength = config.basePath.length
   const notFound = errorAnswer('Error: Not found.', 404)
 
@@ -180,6 +197,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   }
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    if (health(request, response)) return
     const url = request.url ?? '/'
     const queryAt = url.indexOf('?')
     const mounted = routes.find(request.method ?? 'GET', queryAt === -1 ? url : url.slice(0, queryAt))
@@ -204,6 +222,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         if (room) await room
         logCall(exchange, answer.status, answer.body, exchange.format)
       }
+      exchange.answer = answer
+      runAfter(observers, exchange, report)
       send(response, answer, exchange)
     } finally {
       settled()
@@ -242,8 +262,10 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     secrets,
     createdRootKey,
     daySecret,
+    logger,
     routes: () => routes.routes().map(({ plugin, route }) => ({ plugin, method: route.method, path: route.path, dayCode: route.dayCode === true, hasBody: route.body !== undefined })),
-    listen() {
+    async listen() {
+      await metrics.listen(config.metrics)
       return new Promise((resolve, reject) => {
         server.once('error', reject)
         server.listen(config.port, config.host, () => {
@@ -271,6 +293,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
           })
         }
         await callLog.close()
+        await metrics.close()
         for (const plugin of plugins) await plugin.close?.()
         await database.close()
       })()

@@ -1,7 +1,8 @@
 import type { Config } from '../../boot/config.ts'
 import type { CallLog, LogRow } from '../../callLog/callLog.ts'
 import type { Exchange } from '../exchange.ts'
-import { peerAddress, plainAddress } from './authorize.ts'
+import { plainAddress } from './authorize.ts'
+import { clientAddress } from '../clientAddress.ts'
 import type { IncomingMessage } from 'node:http'
 
 const credentialHeaders = new Set(['authorization', 'x-apikey', 'x-apidate', 'x-apihmac', 'x-apitoday'])
@@ -64,6 +65,7 @@ function loggedAnswer(exchange: Exchange, body: Buffer): string {
  */
 export function callLogger(callLog: CallLog, config: Config, isSecure: (request: IncomingMessage) => boolean) {
   const serverName = config.serverName
+  const clientAddressOf = clientAddress(new Set(config.trustProxy))
   return (exchange: Exchange, status: number, body: Buffer, format: string): void => {
     const request = exchange.request
     const level = logLevelOf(exchange)
@@ -79,7 +81,7 @@ export function callLogger(callLog: CallLog, config: Config, isSecure: (request:
       server_name: medium ? serverName : null,
       server_addr: medium && socket.localAddress ? plainAddress(socket.localAddress) : null,
       server_port: medium ? (socket.localPort ?? null) : null,
-      remote_addr: peerAddress(request),
+      remote_addr: clientAddressOf(request),
       request_scheme: medium ? (isSecure(request) ? 'HTTPS' : 'HTTP') : null,
       request_method: request.method ?? 'GET',
       api_acl: exchange.acl?.id ?? null,
