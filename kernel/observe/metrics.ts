@@ -75,7 +75,6 @@ export class KernelMetrics {
     })
     new Gauge({ name: 'keygate_call_log_queue_max', help: 'The bound of the call-log queue (log.queueMax).', registers }).set(sources.logQueueMax)
     new Gauge({ name: 'keygate_info', help: 'The running version.', labelNames: ['version'], registers }).set({ version }, 1)
-    collectDefaultMetrics({ register: this.registry })
   }
 
   /** The per-call observer: counts and times every call that reached a route. */
@@ -117,6 +116,9 @@ export class KernelMetrics {
   /** Starts the metrics listener when a port is configured; resolves with its port (0 = off). */
   listen(options: { port: number; host: string } | undefined): Promise<number> {
     if (!options || options.port === 0 || this.server) return Promise.resolve(this.server ? (this.server.address() as AddressInfo).port : 0)
+    // Only with a listener: the process collectors install GC and event-loop observers
+    // that live as long as the process, which kernels that nobody scrapes do not need.
+    collectDefaultMetrics({ register: this.registry })
     const server = createServer((request, response) => {
       const path = (request.url ?? '/').split('?')[0]
       if ((request.method !== 'GET' && request.method !== 'HEAD') || path !== '/metrics') {
