@@ -67,6 +67,7 @@ t.test('no secret, signature, day code or credential reaches the log', async (t)
   // The kernel's report path: an error object with SQL text and a config with secrets.
   log.logger.error({ err: Object.assign(new Error('insert failed'), { code: 'ER_DUP_ENTRY', sql: `insert into api_keys values ('${service.admin.secret}')` }) }, 'unexpected error')
   log.logger.info({ headers: { authorization: `x-apihmac ${headers['x-apihmac']}`, 'x-apikey': service.admin.apiKey, 'x-apitoday': today, cookie: 'session=1' }, config: { masterKey: 'ab'.repeat(32), databaseUrl: 'mysql://u:hunter2@db/k' } }, 'a request')
+  log.logger.error({ err: Object.assign(new TypeError('Invalid URL'), { code: 'ERR_INVALID_URL', input: 'mysql://u:hunter2@[x' }) }, 'could not start')
   const text = log.lines.join('')
   t.ok(log.lines.length >= 5)
   for (const secret of [service.admin.secret, service.admin.apiKey, newSecret, created.json.Api_Key, headers['x-apihmac'], today, '12345678', 'ab'.repeat(32), 'hunter2', 'session=1']) {
@@ -95,6 +96,7 @@ t.test('config errors name the setting and print no secret', async (t) => {
   t.equal(messageOf({ CONFIG_FILE: typo }), "invalid setting config: unknown setting 'prot'", 'the typo is named, the merged config is not printed')
   t.equal(messageOf({ MASTER_KEY: 'not-a-hex-key-but-secret' }), 'invalid setting masterKey: must match pattern "^[0-9a-fA-F]{64}$"', 'a bad MASTER_KEY is named, not echoed')
   t.equal(messageOf({ DATABASE_URL: `postgres://keygate:${password}@db/keygate` }), 'invalid setting databaseUrl: must match pattern "^mysql://" (got "postgres://keygate:***@db/keygate")', 'the password in a URL is masked')
+  t.equal(messageOf({ DATABASE_URL: `mysql://keygate:${password}@[db/keygate` }), 'invalid setting databaseUrl: not a valid URL (got "mysql://keygate:***@[db/keygate")', 'an unparsable URL: masked too')
   t.equal(messageOf({ LOG_ACCESS: 'verbose' }), 'invalid setting log.access: must be equal to one of the allowed values (got "verbose")')
   t.equal(messageOf({ METRICS_PORT: '99999' }), 'invalid setting metrics.port: must be <= 65535 (got 99999)')
   const broken = join(folder, 'broken.json')

@@ -13,14 +13,15 @@ const censor = '[redacted]'
  * What can never be printed, wherever it turns up in a logged object: credential
  * headers (the Api_Key too: an identifier, but it stays out of logs with the rest),
  * secrets, signatures, day codes, passwords, the master key, the database URL (its
- * password), and the SQL text of a driver error (it may hold bound values).
+ * password), the SQL text of a driver error (it may hold bound values), and the input
+ * of an invalid-URL error (it may be a database URL).
  */
 export const redactedPaths = [
   'headers.authorization', 'headers.cookie', 'headers["x-apikey"]', 'headers["x-apidate"]', 'headers["x-apihmac"]', 'headers["x-apitoday"]',
   '*.headers.authorization', '*.headers.cookie', '*.headers["x-apikey"]', '*.headers["x-apihmac"]', '*.headers["x-apitoday"]',
   'secret', 'Api_Secret', 'apiSecret', 'apiKey', 'Api_Key', 'apiHmac', 'apiToday', 'password', 'masterKey', 'databaseUrl', 'daySecret',
   '*.secret', '*.Api_Secret', '*.apiSecret', '*.apiKey', '*.Api_Key', '*.apiHmac', '*.apiToday', '*.password', '*.masterKey', '*.databaseUrl', '*.daySecret',
-  'err.sql', '*.sql',
+  'err.sql', '*.sql', 'err.input', 'err.cause.input',
 ]
 
 export interface LoggerOptions {
