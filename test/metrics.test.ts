@@ -29,6 +29,8 @@ t.test('metrics count calls, refusals and cache hits', async (t) => {
     t.equal((await service.call('GET', '/Api/Read/Acl', { key: null })).status, 401)
     t.equal((await service.call('GET', '/Api/Read/Acl', { key: { apiKey: 'kg_nobody', secret: 'x' } })).status, 401)
     t.equal((await service.call('GET', '/Api/Read/Acl', { key: { ...service.admin, secret: 'wrong' } })).status, 401)
+    t.equal((await service.call('GET', '/Api/Read/Acl', { date: 'yesterday' })).status, 401)
+    t.equal((await service.call('POST', '/Api/Create/Key', { body: { Display_Name: 'x', GroupId: 1 } })).status, 401, 'no day code')
     const limited = await insertKey(service, { max_hits: '1/1Min' })
     t.equal((await service.call('GET', '/Api/Read/Limits', { key: limited })).status, 200)
     t.equal((await service.call('GET', '/Api/Read/Limits', { key: limited })).status, 429)
@@ -36,11 +38,13 @@ t.test('metrics count calls, refusals and cache hits', async (t) => {
     const after = await scrape(url)
     const f = after.families
     t.equal(sample(f, 'keygate_http_requests_total', { route: '/Api/Read/Acl', method: 'GET', status: '200' }), 3)
-    t.equal(sample(f, 'keygate_http_requests_total', { route: '/Api/Read/Acl', method: 'GET', status: '401' }), 3)
+    t.equal(sample(f, 'keygate_http_requests_total', { route: '/Api/Read/Acl', method: 'GET', status: '401' }), 4)
     t.equal(sample(f, 'keygate_http_requests_total', { route: '/Api/Read/Limits', status: '429' }), 1)
     t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'missing_credentials' }), 1)
     t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'unknown_key' }), 1)
     t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'bad_signature' }), 1)
+    t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'bad_date' }), 1)
+    t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'day_code' }), 1)
     t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'other' }), 0, 'every 401 text is classified')
     t.equal(sample(f, 'keygate_rate_limit_refusals_total', { route: '/Api/Read/Limits' }), 1)
     // /Api/Read/Acl is cached: the first call fills the cache, the next two are hits.
@@ -48,7 +52,7 @@ t.test('metrics count calls, refusals and cache hits', async (t) => {
     t.equal(sample(f, 'keygate_response_cache_hits_total', { route: '/Api/Read/Acl' }), 2)
     const latency = f.get('keygate_http_request_duration_seconds')
     t.equal(latency?.type, 'HISTOGRAM')
-    t.match(after.text, /^keygate_http_request_duration_seconds_count\{route="\/Api\/Read\/Acl",method="GET"\} 6$/m, 'the latency histogram counts the six /Api/Read/Acl calls')
+    t.match(after.text, /^keygate_http_request_duration_seconds_count\{route="\/Api\/Read\/Acl",method="GET"\} 7$/m, 'the latency histogram counts the seven /Api/Read/Acl calls')
     t.equal(sample(f, 'keygate_database_errors_total'), 0)
 
     // Written log batches are timed.

@@ -50,6 +50,8 @@ t.test('the unit file, the Dockerfile and npm start run exactly the tested comma
 
   t.equal(packageJson.scripts.start, `exec node ${startArguments.join(' ')}`, 'npm start execs node (no shell left to swallow SIGTERM)')
   t.equal(packageJson.bin.keygate, startArguments[0])
+  t.equal(packageJson.scripts.prepare, 'node scripts/build.mjs', 'npm install / npm ci leave a fresh clone built')
+  t.equal(packageJson.scripts.build, 'node scripts/build.mjs')
 })
 
 t.test('built once; node dist/kernel/boot/main.js', async (t) => {
@@ -60,6 +62,7 @@ t.test('built once; node dist/kernel/boot/main.js', async (t) => {
     const version = spawnSync(process.execPath, [...startArguments, '--version'], { cwd: repository, encoding: 'utf8', timeout: 30_000 })
     t.equal(version.status, 0)
     t.equal(version.stdout, `${packageJson.version}\n`)
+    t.match(readFileSync(join(repository, startArguments[0]), 'utf8'), /^#!\/usr\/bin\/env node\n/, 'the keygate bin runs with node')
   })
 
   t.test('SIGTERM to its PID under load: exit 0 within 10 s, every answered call logged', async (t) => {
