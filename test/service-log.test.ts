@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { forEachDatabase, startService } from './helpers/service.ts'
 import { groupNamed } from './helpers/keys.ts'
-import { createLogger } from '../kernel/observe/logger.ts'
+import { createLogger, errorReporter } from '../kernel/observe/logger.ts'
 import { loadConfig, ConfigError, type Config } from '../kernel/boot/config.ts'
 import { signedHeaders } from '../kernel/auth/signature.ts'
 
@@ -116,4 +116,16 @@ t.test('config errors name the setting and print no secret', async (t) => {
   t.equal(result.stdout, '')
   t.equal(result.stderr, "keygate: invalid setting config: unknown setting 'prot'\n")
   for (const secret of [masterKey, password]) t.notOk((result.stdout + result.stderr).includes(secret))
+})
+
+t.test('errors are error lines; a database outage is one warning per interval, not one per call', async (t) => {
+  const log = capture()
+  const outage = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:3306'), { code: 'ECONNREFUSED' })
+  const report = errorReporter(log.logger, (error) => error === outage, 60_000)
+  report(new Error('a bug'))
+  for (let index = 0; index < 50; index++) report(outage)
+  const lines = log.parsed()
+  t.equal(lines.length, 2)
+  t.match(lines[0], { level: 'error', msg: 'unexpected error', err: { message: 'a bug', type: 'Error' } })
+  t.match(lines[1], { level: 'warn', msg: 'database unavailable', repeated: 0, err: { code: 'ECONNREFUSED' } })
 })

@@ -31,7 +31,7 @@ import { handleStage } from '../http/stages/handle.ts'
 import { callLogger } from '../http/stages/log.ts'
 import type { ClusterLink, Invalidation } from './cluster.ts'
 import { sql } from 'kysely'
-import { createLogger, type Logger } from '../observe/logger.ts'
+import { createLogger, errorReporter, type Logger } from '../observe/logger.ts'
 import { KernelMetrics } from '../observe/metrics.ts'
 import { accessLogStage } from '../observe/accessLog.ts'
 import { runAfter } from '../observe/afterStage.ts'
@@ -80,7 +80,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const clock = options.clock ?? Date.now
   const logger = options.logger ?? createLogger()
   const metrics: KernelMetrics = new KernelMetrics({ logQueued: () => callLog.queued, logQueueMax: config.log.queueMax }, packageVersion)
-  const report = metrics.observeReport(options.report ?? ((error: unknown) => logger.error({ err: error }, 'unexpected error')))
+  const report = metrics.observeReport(options.report ?? errorReporter(logger, isStoreOutage))
   const plugins = await loadPlugins(config.plugins, options.plugins)
   const database = openDatabase(config)
   const { db, dialect } = database

@@ -46,3 +46,24 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 export function silentLogger(): Logger {
   return pino({ level: 'silent' })
 }
+
+/**
+ * The kernel's default error report: a database outage is a warning, said at most once
+ * per `outageEveryMs` with the count of those not repeated (every call fails the same
+ * way while it lasts); anything else is an error line with its stack.
+ */
+export function errorReporter(logger: Logger, isOutage: (error: unknown) => boolean, outageEveryMs = 5000): (error: unknown) => void {
+  let lastOutageAt = -Infinity
+  let unreported = 0
+  return (error) => {
+    if (!isOutage(error)) return logger.error({ err: error }, 'unexpected error')
+    const now = performance.now()
+    if (now - lastOutageAt < outageEveryMs) {
+      unreported++
+      return
+    }
+    logger.warn({ err: error, repeated: unreported }, 'database unavailable')
+    lastOutageAt = now
+    unreported = 0
+  }
+}
