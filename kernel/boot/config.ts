@@ -1,8 +1,8 @@
 import { readFileSync, existsSync } from 'node:fs'
-import { resolve, dirname } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { resolve, dirname, join } from 'node:path'
 import { Ajv } from 'ajv'
 import { isTimeZone } from '../tenants/timeZone.ts'
+import { packageRoot } from './packageRoot.ts'
 
 /** The whole configuration of one kernel instance, after defaults, file and environment. */
 export interface Config {
@@ -45,9 +45,13 @@ export interface Config {
     purgeBatch: number
     /** Request headers stored as [redacted] at LogLevel 2, beside the credential headers always redacted. */
     redactHeaders?: string[]
+    /** Access line per call on stdout: every call, only 4xx/5xx (default), or none. */
+    access?: 'all' | 'errors' | 'none'
   }
   /** The node registry (D16): how often a process says it is alive, and when it counts as gone. */
   nodes: { heartbeatMs: number; expireMs: number }
+  /** Prometheus listener (kernel/observe/metrics.ts); port 0 = off. */
+  metrics?: { port: number; host: string }
 }
 
 const positiveInt = { type: 'integer', minimum: 1 }
@@ -120,6 +124,7 @@ const schema = {
         purgeEveryMs: positiveInt,
         purgeBatch: positiveInt,
         redactHeaders: { type: 'array', items: { type: 'string', pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" } },
+        access: { enum: ['all', 'errors', 'none'] },
       },
     },
     nodes: {
@@ -127,6 +132,12 @@ const schema = {
       additionalProperties: false,
       required: ['heartbeatMs', 'expireMs'],
       properties: { heartbeatMs: { type: 'integer', minimum: 50 }, expireMs: { type: 'integer', minimum: 100 } },
+    },
+    metrics: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['port', 'host'],
+      properties: { port: { type: 'integer', minimum: 0, maximum: 65535 }, host: { type: 'string', minLength: 1 } },
     },
   },
 } as const
@@ -150,9 +161,12 @@ const environmentSettings: Record<string, { path: string[]; type: 'string' | 'in
   CACHE_RESPONSES: { path: ['cache', 'responses'], type: 'boolean' },
   WORKERS: { path: ['workers'], type: 'integer' },
   PEOPLE_TIME_ZONE: { path: ['people', 'timeZone'], type: 'string' },
+  LOG_ACCESS: { path: ['log', 'access'], type: 'string' },
+  METRICS_PORT: { path: ['metrics', 'port'], type: 'integer' },
+  METRICS_HOST: { path: ['metrics', 'host'], type: 'string' },
 }
 
-const defaultsFile = resolve(dirname(fileURLToPath(import.meta.url)), '../../config/defaults.json')
+const defaultsFile = join(packageRoot, 'config', 'defaults.json')
 
 function mergeDeep(target: Record<string, unknown>, source: Record<string, unknown>): Record<string, unknown> {
   for (const [name, value] of Object.entries(source)) {
@@ -172,7 +186,7 @@ function readJson(file: string, label: string): Record<string, unknown> {
     if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not a JSON object')
     return parsed
   } catch (error) {
-    throw new ConfigError(`${label} ${file}: ${(error as Error).message}`)
+    throw new ConfigError(`${label} ${file}: ${withoutText(error as Error)}`)
   }
 }
 
@@ -217,13 +231,16 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
     const detail = error.keyword === 'additionalProperties'
       ? `unknown setting '${(error.params as { additionalProperty: string }).additionalProperty}'`
       : error.message
-    throw new ConfigError(`invalid setting ${where}: ${detail} (got ${JSON.stringify(valueAt(merged, error.instancePath))})`)
+    throw new ConfigError(`invalid setting ${where}: ${detail}${shownValue(where, valueAt(merged, error.instancePath))}`)
   }
   const config = merged as unknown as Config
   if (config.nodeId !== null && config.nodeId + config.workers > 16) throw new ConfigError(`invalid setting workers: nodeId + workers must be at most 16 (got ${config.nodeId} + ${config.workers})`)
   // A heartbeat slower than the expiry would make a live process look gone and lose its node id.
   if (config.nodes.heartbeatMs >= config.nodes.expireMs) throw new ConfigError(`invalid setting nodes.heartbeatMs: must be less than nodes.expireMs (got ${config.nodes.heartbeatMs} >= ${config.nodes.expireMs})`)
   if (!isTimeZone(config.people.timeZone)) throw new ConfigError(`invalid setting people.timeZone: not an IANA time zone (got ${JSON.stringify(config.people.timeZone)})`)
+  if (config.databaseUrl !== null && config.databaseUrl !== undefined && !URL.canParse(config.databaseUrl)) {
+    throw new ConfigError(`invalid setting databaseUrl: not a valid URL${shownValue('databaseUrl', config.databaseUrl)}`)
+  }
   config.basePath = config.basePath.replace(/\/$/, '')
   config.dataDir = resolve(config.dataDir)
   return config
@@ -233,4 +250,36 @@ function valueAt(root: unknown, pointer: string): unknown {
   let node = root as Record<string, unknown> | undefined
   for (const part of pointer.split('/').slice(1)) node = node?.[part] as Record<string, unknown> | undefined
   return node
+}
+
+/**
+ * A JSON syntax error without the file's text: V8 quotes a piece of the input in some
+ * messages, and the file may hold the master key or a database password. Only where.
+ */
+function withoutText(error: Error): string {
+  if (error.message === 'not a JSON object') return error.message
+  if (!(error instanceof SyntaxError)) return (error as NodeJS.ErrnoException).code ?? 'cannot be read'
+  const position = /position (\d+)/.exec(error.message)
+  return position ? `not valid JSON (at character ${position[1]})` : 'not valid JSON'
+}
+
+/** Settings whose values are never printed, whole or in part. */
+const secretSetting = /masterKey|secret|password|token|credential/i
+
+/** `mysql://user:***@host/db`: a URL as it may be printed. */
+export function maskedUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@]*@/i, '$1:***@')
+}
+
+/**
+ * The offending value for a config error message, when printing it is safe: plain
+ * scalars of settings that hold no secret; a database URL with its password masked;
+ * never an object or list (one typo must not print the whole merged config).
+ */
+function shownValue(where: string, value: unknown): string {
+  if (secretSetting.test(where)) return ''
+  if (where === 'databaseUrl' && typeof value === 'string') return ` (got ${JSON.stringify(maskedUrl(value))})`
+  if (value === null || typeof value === 'number' || typeof value === 'boolean') return ` (got ${JSON.stringify(value)})`
+  if (typeof value === 'string') return ` (got ${JSON.stringify(value.length > 100 ? `${value.slice(0, 100)}...` : value)})`
+  return ''
 }

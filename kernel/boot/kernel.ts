@@ -1,6 +1,6 @@
 import type { Config } from './config.ts'
 import type { KernelServices, Plugin } from '../plugin.ts'
-import { openDatabase, type Database } from '../storage/database.ts'
+import { isStoreOutage, openDatabase, type Database } from '../storage/database.ts'
 import { coreMigrations } from '../storage/coreMigrations.ts'
 import { migrate } from '../storage/migrator.ts'
 import { masterSecretBox, type SecretBox } from '../auth/secrets.ts'
@@ -23,6 +23,13 @@ import { ReplayGuard } from '../auth/replayGuard.ts'
 import { IdempotencyStore } from '../http/idempotencyStore.ts'
 import { NodeRegistry, followNodeId } from '../cluster/nodeRegistry.ts'
 import { Tenants } from '../tenants/tenants.ts'
+import { sql } from 'kysely'
+import { createLogger, errorReporter, type Logger } from '../observe/logger.ts'
+import { KernelMetrics } from '../observe/metrics.ts'
+import { accessLogStage } from '../observe/accessLog.ts'
+import { healthResponder } from '../http/health.ts'
+import { clientAddress } from '../http/clientAddress.ts'
+import { packageVersion } from './packageRoot.ts'
 
 export interface KernelOptions {
   config: Config
@@ -33,6 +40,8 @@ export interface KernelOptions {
   report?: (error: unknown) => void
   /** Set in a cluster worker: shared rate limits and cache invalidation (kernel/cluster.ts). */
   cluster?: ClusterLink
+  /** The service log (pino JSON lines; default: stdout). */
+  logger?: Logger
 }
 
 export interface Kernel {
@@ -44,6 +53,7 @@ export interface Kernel {
   /** The root admin key and its file when this start created it (first start), else null. */
   readonly createdRootKey: RootKey | null
   readonly daySecret: Buffer
+  readonly logger: Logger
   /** The mounted routes, by plugin: what this instance answers. */
   routes(): { plugin: string; method: string; path: string; dayCode: boolean; hasBody: boolean }[]
   listen(): Promise<{ port: number; url: string }>
@@ -54,7 +64,9 @@ export interface Kernel {
 export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const { config } = options
   const clock = options.clock ?? Date.now
-  const report = options.report ?? ((error: unknown) => console.error(error))
+  const logger = options.logger ?? createLogger()
+  const metrics: KernelMetrics = new KernelMetrics({ logQueued: () => callLog.queued, logQueueMax: config.log.queueMax }, packageVersion)
+  const report = metrics.observeReport(options.report ?? errorReporter(logger, isStoreOutage))
   const plugins = await loadPlugins(config.plugins, options.plugins)
   const database = openDatabase(config)
   const { db, dialect } = database
@@ -83,6 +95,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   requestIds.resumeAfter(await callLog.lastId())
   followNodeId(nodes, requestIds, () => callLog.lastId(), report)
   callLog.startPurging()
+  callLog.flushObserver = (seconds) => metrics.observeFlush(seconds)
 
   const invalidateEverywhere = invalidation(keys, cache, options.cluster)
   const tenants = new Tenants(db, dialect, clock, config.people.timeZone)
@@ -117,8 +130,11 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     for (const route of await plugin.setup(services)) routes.add(plugin.name, route)
   }
 
-  const pipelineFor = buildPipelines({ config, keys, rateLimits, requestIds, callLog, cache, replayGuard, idempotency, daySecret, clock, report })
-  const server = createServer({ config, routes, clock, report, pipelineFor })
+  // Observers see every answered call once its answer is final (access line, metrics).
+  const observers = [metrics.stage(), accessLogStage(logger, config.log.access ?? 'errors', clientAddress(new Set(config.trustProxy)))]
+  const pipelineFor = buildPipelines({ config, keys, rateLimits, requestIds, callLog, cache, replayGuard, idempotency, daySecret, clock, report, observers })
+  const health = healthResponder({ ping: () => sql`select 1`.execute(db), logQueue: () => ({ queued: callLog.queued, max: config.log.queueMax }), closing: () => closing !== null })
+  const server = createServer({ config, routes, clock, report, pipelineFor, outsideBasePath: health })
 
   let closing: Promise<void> | null = null
   return {
@@ -128,13 +144,20 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     secrets,
     createdRootKey,
     daySecret,
+    logger,
     routes: () => routes.routes().map(({ plugin, route }) => ({ plugin, method: route.method, path: route.path, dayCode: route.dayCode === true, hasBody: route.body !== undefined })),
-    listen: () => server.listen().then(async (listening) => (await nodes.serving(listening.port), listening)),
+    async listen() {
+      await metrics.listen(config.metrics)
+      const listening = await server.listen()
+      await nodes.serving(listening.port)
+      return listening
+    },
     close() {
       closing ??= (async () => {
         await server.close()
         idempotency.stop()
         await callLog.close()
+        await metrics.close()
         for (const plugin of plugins) await plugin.close?.()
         await nodes.release()
         await database.close()

@@ -1,7 +1,12 @@
+#!/usr/bin/env node
 /**
- * `npm start`: load config, start the kernel (or, with `workers` > 1, a primary and
+ * `npm start` (= `node dist/kernel/boot/main.js`, the `keygate` bin): load config, start the kernel (or, with `workers` > 1, a primary and
  * that many workers on one port), print the first admin key once, and stop cleanly on
- * SIGTERM/SIGINT: no new connections, in-flight calls finish, the call log is flushed.
+ * SIGTERM/SIGINT: no new connections, in-flight calls finish, the call log is flushed,
+ * exit 0. This node process is the service: a supervisor's SIGTERM reaches it directly.
+ * Everything it says goes to stdout as pino JSON lines (kernel/observe/logger.ts), except
+ * the first-start root key (a human-readable block, once: D10) and a config error (one
+ * plain line on stderr, before there is a logger to configure).
  */
 import cluster from 'node:cluster'
 import { join } from 'node:path'
@@ -10,6 +15,8 @@ import { createKernel, type Kernel } from './kernel.ts'
 import { servePrimary, workerLink } from './cluster.ts'
 import { masterKeyWarning } from '../auth/masterKey.ts'
 import { MasterKeyMismatch, type RootKey } from './bootstrap.ts'
+import { createLogger, type Logger } from '../observe/logger.ts'
+import { packageVersion } from './packageRoot.ts'
 
 function announceRootKey(config: Config, root: RootKey | null): void {
   if (!root) return
@@ -23,15 +30,18 @@ function announceRootKey(config: Config, root: RootKey | null): void {
   )
 }
 
-function onStopSignal(stop: (signal: string) => Promise<void>): void {
+function onStopSignal(logger: Logger, stop: (signal: string) => Promise<void>): void {
   let stopping = false
   const handler = (signal: string) => {
     if (stopping) return
     stopping = true
     stop(signal).then(
-      () => process.exit(0),
+      () => {
+        logger.info({ signal }, 'keygate stopped')
+        process.exit(0)
+      },
       (error) => {
-        console.error('keygate: error while stopping', error)
+        logger.error({ err: error }, 'keygate: error while stopping')
         process.exit(1)
       },
     )
@@ -45,20 +55,26 @@ function describe(config: Config, url: string): string {
   return `keygate listening on ${url} - ${database}, plugins: ${config.plugins.join(', ')}`
 }
 
-async function single(config: Config): Promise<void> {
-  const kernel = await createKernel({ config })
+function metricsAddress(config: Config): string | null {
+  if (!config.metrics || config.metrics.port === 0) return null
+  const host = config.metrics.host.includes(':') ? `[${config.metrics.host}]` : config.metrics.host
+  return `http://${host}:${config.metrics.port}/metrics`
+}
+
+async function single(config: Config, logger: Logger): Promise<void> {
+  const kernel = await createKernel({ config, logger })
   const { url } = await kernel.listen()
-  console.log(describe(config, url))
+  logger.info({ version: packageVersion, url, metrics: metricsAddress(config) }, describe(config, url))
   announceRootKey(config, kernel.createdRootKey)
-  onStopSignal(async (signal) => {
-    console.log(`keygate: ${signal}, finishing in-flight calls and flushing the call log`)
+  onStopSignal(logger, async (signal) => {
+    logger.info({ signal }, `keygate: ${signal}, finishing in-flight calls and flushing the call log`)
     await kernel.close()
   })
 }
 
-async function primary(config: Config): Promise<void> {
+async function primary(config: Config, logger: Logger): Promise<void> {
   // Migrations and first start run once, here, before any worker opens the database.
-  const setup: Kernel = await createKernel({ config })
+  const setup: Kernel = await createKernel({ config: { ...config, metrics: undefined }, logger })
   const root = setup.createdRootKey
   await setup.close()
   servePrimary()
@@ -67,7 +83,7 @@ async function primary(config: Config): Promise<void> {
     const worker = cluster.fork({ KEYGATE_WORKER_INDEX: String(index) })
     worker.on('exit', (code, signal) => {
       if (stopping) return
-      console.error(`keygate: worker ${index} exited (${signal ?? code}); starting another`)
+      logger.error({ worker: index, exit: signal ?? code }, `keygate: worker ${index} exited (${signal ?? code}); starting another`)
       fork(index)
     })
     return worker
@@ -75,11 +91,12 @@ async function primary(config: Config): Promise<void> {
   const workers = Array.from({ length: config.workers }, (_, index) => fork(index))
   await Promise.all(workers.map((worker) => new Promise((resolve) => worker.once('listening', resolve))))
   const host = config.host.includes(':') ? `[${config.host}]` : config.host
-  console.log(`${describe(config, `${config.tls ? 'https' : 'http'}://${host}:${config.port}${config.basePath}`)}; ${config.workers} workers`)
+  const url = `${config.tls ? 'https' : 'http'}://${host}:${config.port}${config.basePath}`
+  logger.info({ version: packageVersion, url, workers: config.workers, metrics: metricsAddress(config) }, `${describe(config, url)}; ${config.workers} workers`)
   announceRootKey(config, root)
-  onStopSignal(async (signal) => {
+  onStopSignal(logger, async (signal) => {
     stopping = true
-    console.log(`keygate: ${signal}, stopping ${config.workers} workers`)
+    logger.info({ signal }, `keygate: ${signal}, stopping ${config.workers} workers`)
     await Promise.all(Object.values(cluster.workers ?? {}).map((worker) => new Promise<void>((resolve) => {
       if (!worker || worker.isDead()) return resolve()
       worker.once('exit', () => resolve())
@@ -88,14 +105,14 @@ async function primary(config: Config): Promise<void> {
   })
 }
 
-async function worker(config: Config): Promise<void> {
+async function worker(config: Config, logger: Logger): Promise<void> {
   const index = Number(process.env.KEYGATE_WORKER_INDEX ?? 0)
-  const kernel = await createKernel({ config: { ...config, nodeId: config.nodeId === null ? null : config.nodeId + index }, cluster: workerLink() })
+  const kernel = await createKernel({ config: { ...config, nodeId: config.nodeId === null ? null : config.nodeId + index }, cluster: workerLink(), logger: logger.child({ worker: index }) })
   await kernel.listen()
-  onStopSignal(() => kernel.close())
+  onStopSignal(logger, () => kernel.close())
 }
 
-async function main(): Promise<void> {
+async function main(logger: Logger): Promise<void> {
   let config: Config
   try {
     config = loadConfig()
@@ -107,16 +124,22 @@ async function main(): Promise<void> {
     throw error
   }
   const warning = cluster.isPrimary ? masterKeyWarning(config.masterKey, config.dataDir) : null
-  if (warning) console.warn(warning)
-  if (config.workers <= 1) return single(config)
-  return cluster.isPrimary ? primary(config) : worker(config)
+  if (warning) logger.warn(warning)
+  if (config.workers <= 1) return single(config, logger)
+  return cluster.isPrimary ? primary(config, logger) : worker(config, logger)
 }
 
-main().catch((error) => {
-  if (error instanceof MasterKeyMismatch) {
-    console.error(`keygate: ${error.message}`)
+if (process.argv.includes('--version') || process.argv.includes('-v')) {
+  console.log(packageVersion)
+} else {
+  const logger = createLogger()
+  main(logger).catch((error) => {
+    // A wrong master key is the operator's to fix: one line that says so, no stack.
+    if (error instanceof MasterKeyMismatch) {
+      console.error(`keygate: ${error.message}`)
+      process.exit(1)
+    }
+    logger.fatal({ err: error }, `keygate: could not start: ${(error as Error).message ?? error}`)
     process.exit(1)
-  }
-  console.error(`keygate: could not start: ${(error as Error).message ?? error}`)
-  process.exit(1)
-})
+  })
+}

@@ -35,6 +35,8 @@ export class CallLog {
   /** Waiting calls let go whose records are not appended yet (they hold room in the queue). */
   private woken = 0
   private purging: Promise<{ detailsCleared: number; recordsDeleted: number }> | null = null
+  /** Told the duration of each written batch (metrics); null = nobody listens. */
+  flushObserver: ((seconds: number) => void) | null = null
 
   constructor(
     private readonly db: Kysely<CoreTables>,
@@ -108,8 +110,10 @@ export class CallLog {
       let written = 0
       try {
         try {
+          const started = performance.now()
           await this.insertBatch(batch)
           written = batch.length
+          this.flushObserver?.((performance.now() - started) / 1000)
         } catch (error) {
           if (isStoreOutage(error)) throw error
           await this.writeOneByOne(batch, () => written++)

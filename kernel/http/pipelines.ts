@@ -34,6 +34,8 @@ export interface PipelineParts {
   daySecret: Buffer
   clock: () => number
   report: (error: unknown) => void
+  /** Stages with only an after phase that watch every call (metrics, access lines); their failures are reported, never the call's. */
+  observers?: Stage[]
 }
 
 /**
@@ -42,6 +44,7 @@ export interface PipelineParts {
  */
 export function buildPipelines(parts: PipelineParts): (request: IncomingMessage) => Pipeline {
   const { config, keys, rateLimits, requestIds, callLog, cache, replayGuard, idempotency, daySecret, clock, report } = parts
+  const observers = (parts.observers ?? []).map((observer) => watching(observer, report))
   const isSecure = secureTransport(new Set(config.trustProxy))
   const lookupAcl = aclLookup(keys)
   const stage = {
@@ -63,15 +66,31 @@ export function buildPipelines(parts: PipelineParts): (request: IncomingMessage)
   // A call without a body is verified at once; the rate limit comes before the ACL
   // decision, so a key probing paths it may not call spends its MaxHits too.
   const withoutBody = pipeline([
-    stage.log, stage.authenticate, stage.verify, stage.rateLimit, stage.acl, stage.input, ...stage.writes, ...stage.cache, stage.handler,
+    ...observers, stage.log, stage.authenticate, stage.verify, stage.rateLimit, stage.acl, stage.input, ...stage.writes, ...stage.cache, stage.handler,
   ])
   // A call with a body is refused before a byte of it is read when its key, date or ACL
   // already says no; the body is read (up to the route's limit) only for a caller the
   // ACL admits, and the signature over it is verified after.
   const withBody = pipeline([
-    stage.log, stage.closeUnread, stage.authenticate, stage.acl, stage.body, stage.verify, stage.rateLimit, stage.input, ...stage.writes, ...stage.cache, stage.handler,
+    ...observers, stage.log, stage.closeUnread, stage.authenticate, stage.acl, stage.body, stage.verify, stage.rateLimit, stage.input, ...stage.writes, ...stage.cache, stage.handler,
   ])
   return (request) => (announcesBody(request) ? withBody : withoutBody)
+}
+
+/** An observer's after phase, run without ever changing the call's answer. */
+function watching(observer: Stage, report: (error: unknown) => void): Stage {
+  const after = observer.after?.bind(observer)
+  return {
+    name: observer.name,
+    after: after && ((exchange) => {
+      try {
+        const pending = after(exchange)
+        if (pending) return pending.catch(report)
+      } catch (error) {
+        report(error)
+      }
+    }),
+  }
 }
 
 function announcesBody(request: IncomingMessage): boolean {

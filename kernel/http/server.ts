@@ -15,6 +15,8 @@ export interface HttpServerOptions {
   pipelineFor(request: IncomingMessage): Pipeline
   clock: () => number
   report: (error: unknown) => void
+  /** Answers requests outside the API (health probes) before routing; true when it did. */
+  outsideBasePath?: (request: IncomingMessage, response: ServerResponse) => boolean
 }
 
 export interface HttpServer {
@@ -36,7 +38,7 @@ function send(response: ServerResponse, answer: Answer): void {
 
 /** node:http (or https) in front of the pipeline: find the route, run the pipeline, send. */
 export function createServer(options: HttpServerOptions): HttpServer {
-  const { config, routes, pipelineFor, clock, report } = options
+  const { config, routes, pipelineFor, clock, report, outsideBasePath } = options
   const basePathLength = config.basePath.length
 
   // Calls still being handled: close() waits for them even when their client has gone,
@@ -45,6 +47,7 @@ export function createServer(options: HttpServerOptions): HttpServer {
   let allSettled: (() => void) | null = null
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    if (outsideBasePath?.(request, response)) return
     const url = request.url ?? '/'
     const queryAt = url.indexOf('?')
     const mounted = routes.find(request.method ?? 'GET', queryAt === -1 ? url : url.slice(0, queryAt))

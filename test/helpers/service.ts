@@ -13,6 +13,7 @@ import { createKernel, type Kernel } from '../../kernel/boot/kernel.ts'
 import type { Plugin } from '../../kernel/plugin.ts'
 import { signedHeaders, type HashMethod, type SigningKey } from '../../kernel/auth/signature.ts'
 import { dayCodeAt } from '../../kernel/auth/dayCode.ts'
+import { silentLogger, type Logger } from '../../kernel/observe/logger.ts'
 
 export type DatabaseKind = 'sqlite' | 'mysql'
 
@@ -77,6 +78,8 @@ export interface StartOptions {
   config?: Partial<Config>
   plugins?: Plugin[]
   clock?: () => number
+  /** The service log; default silent (TAP reads stdout). */
+  logger?: Logger
 }
 
 /** Starts a service for one test; it is stopped and its database dropped at the test's end. */
@@ -95,7 +98,7 @@ export async function startService(t: Test, options: StartOptions): Promise<Serv
 }
 
 async function launch(config: Config, options: StartOptions, admin?: SigningKey & { id: number }): Promise<{ current: Service }> {
-  const kernel = await createKernel({ config, plugins: options.plugins, clock: options.clock, report: process.env.TEST_REPORT ? (error) => console.error('[kernel report]', error) : () => undefined })
+  const kernel = await createKernel({ config, plugins: options.plugins, clock: options.clock, report: process.env.TEST_REPORT ? (error) => console.error('[kernel report]', error) : () => undefined, logger: options.logger ?? silentLogger() })
   const { port, url } = await kernel.listen()
   const root = kernel.createdRootKey
   const adminKey = admin ?? { id: root!.id, apiKey: root!.apiKey, secret: root!.secret }

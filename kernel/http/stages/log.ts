@@ -3,8 +3,9 @@ import type { Config } from '../../boot/config.ts'
 import type { CallLog, LogRow } from '../../callLog/callLog.ts'
 import type { Exchange } from '../exchange.ts'
 import type { Stage } from '../pipeline.ts'
-import { peerAddress, plainAddress } from '../transport.ts'
+import { plainAddress } from '../transport.ts'
 import { headerRedaction } from '../../callLog/headerRedaction.ts'
+import { clientAddress } from '../clientAddress.ts'
 
 const maxStoredBody = 64 * 1024
 
@@ -66,6 +67,7 @@ function loggedAnswer(exchange: Exchange, body: Buffer): string {
 function callLogger(callLog: CallLog, config: Config, isSecure: (request: IncomingMessage) => boolean) {
   const serverName = config.serverName
   const redacted = headerRedaction(config.log.redactHeaders ?? [])
+  const clientAddressOf = clientAddress(new Set(config.trustProxy))
   return (exchange: Exchange, status: number, body: Buffer, format: string): void => {
     const request = exchange.request
     const level = logLevelOf(exchange)
@@ -81,7 +83,7 @@ function callLogger(callLog: CallLog, config: Config, isSecure: (request: Incomi
       server_name: medium ? serverName : null,
       server_addr: medium && socket.localAddress ? plainAddress(socket.localAddress) : null,
       server_port: medium ? (socket.localPort ?? null) : null,
-      remote_addr: peerAddress(request),
+      remote_addr: clientAddressOf(request),
       request_scheme: medium ? (isSecure(request) ? 'HTTPS' : 'HTTP') : null,
       request_method: request.method ?? 'GET',
       api_acl: exchange.acl?.id ?? null,

@@ -1,0 +1,152 @@
+/**
+ * Prometheus metrics of one kernel instance, served on their own listener
+ * (`metrics.port`, `metrics.host` default 127.0.0.1; port 0 = off). The instance owns its
+ * Registry (never prom-client's global one): tests run several kernels in one process.
+ */
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { Exchange } from '../http/exchange.ts'
+import type { Stage } from '../http/pipeline.ts'
+import { isStoreOutage } from '../storage/database.ts'
+
+/** 401 texts (kernel/auth, kernel/http/stages/authenticate.ts) by reason: a small fixed label set. */
+const refusalReasons: [prefix: string, reason: string][] = [
+  ['Error: Unknown or inactive API key.', 'unknown_key'],
+  ['Error: Missing credential', 'missing_credentials'],
+  ['Error: x-apidate must be', 'bad_date'],
+  ['Error: x-apidate is outside', 'clock_window'],
+  ['Error: Signature (x-apihmac)', 'bad_signature'],
+  ['Error: This call needs the day code', 'day_code'],
+  ['Error: The day code (x-apitoday)', 'day_code'],
+  ['Error: Credential ', 'malformed_credentials'],
+  ['Error: Malformed credential', 'malformed_credentials'],
+]
+
+export function refusalReason(body: Buffer): string {
+  const text = body.subarray(0, 64).toString('latin1')
+  for (const [prefix, reason] of refusalReasons) if (text.startsWith(prefix)) return reason
+  return 'other'
+}
+
+function isDatabaseError(error: unknown): boolean {
+  if (isStoreOutage(error)) return true
+  const code = (error as { code?: unknown })?.code
+  return typeof code === 'string' && (code.startsWith('ER_') || code.startsWith('SQLITE_'))
+}
+
+export interface MetricsSources {
+  /** Records waiting in the call-log queue (read at each scrape). */
+  logQueued: () => number
+  /** The queue's bound (log.queueMax). */
+  logQueueMax: number
+}
+
+export class KernelMetrics {
+  readonly registry = new Registry()
+  private readonly calls: Counter<'route' | 'method' | 'status'>
+  private readonly latency: Histogram<'route' | 'method'>
+  private readonly authRefusals: Counter<'reason'>
+  private readonly rateLimitRefusals: Counter<'route'>
+  private readonly cacheLookups: Counter<'route'>
+  private readonly cacheHits: Counter<'route'>
+  private readonly flushSeconds: Histogram
+  private readonly databaseErrors: Counter
+  private server: Server | null = null
+
+  constructor(sources: MetricsSources, version: string) {
+    const registers = [this.registry]
+    this.calls = new Counter({ name: 'keygate_http_requests_total', help: 'Answered calls by canonical route, method and status.', labelNames: ['route', 'method', 'status'], registers })
+    this.latency = new Histogram({
+      name: 'keygate_http_request_duration_seconds', help: 'Time from the request to its answer, by canonical route and method.', labelNames: ['route', 'method'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers,
+    })
+    this.authRefusals = new Counter({ name: 'keygate_auth_refusals_total', help: 'Calls refused with 401 (and day-code lockouts), by reason.', labelNames: ['reason'], registers })
+    this.rateLimitRefusals = new Counter({ name: 'keygate_rate_limit_refusals_total', help: 'Calls refused with 429 by a MaxHits window, by canonical route.', labelNames: ['route'], registers })
+    this.cacheLookups = new Counter({ name: 'keygate_response_cache_lookups_total', help: 'Calls of a cached route that looked in the response cache.', labelNames: ['route'], registers })
+    this.cacheHits = new Counter({ name: 'keygate_response_cache_hits_total', help: 'Calls answered from the response cache.', labelNames: ['route'], registers })
+    this.flushSeconds = new Histogram({ name: 'keygate_call_log_flush_seconds', help: 'Time to write one batch of call-log records.', buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5], registers })
+    this.databaseErrors = new Counter({ name: 'keygate_database_errors_total', help: 'Database errors and outages seen by the service (calls answered 503, failed log writes).', registers })
+    new Gauge({
+      name: 'keygate_call_log_queue_depth', help: 'Call-log records waiting to be written.', registers,
+      collect() {
+        this.set(sources.logQueued())
+      },
+    })
+    new Gauge({ name: 'keygate_call_log_queue_max', help: 'The bound of the call-log queue (log.queueMax).', registers }).set(sources.logQueueMax)
+    new Gauge({ name: 'keygate_info', help: 'The running version.', labelNames: ['version'], registers }).set({ version }, 1)
+  }
+
+  /** The per-call observer: counts and times every call that reached a route. */
+  stage(): Stage {
+    return {
+      name: 'metrics',
+      after: (exchange: Exchange) => {
+        const answer = exchange.answer
+        if (answer === null) return
+        const route = exchange.mounted.route.path
+        const method = exchange.request.method ?? 'GET'
+        this.calls.inc({ route, method, status: String(answer.status) })
+        this.latency.observe({ route, method }, (performance.now() - exchange.startedTick) / 1000)
+        if (answer.status === 401) this.authRefusals.inc({ reason: refusalReason(answer.body) })
+        else if (answer.status === 429) {
+          if (exchange.rate !== null && !exchange.rate.allowed) this.rateLimitRefusals.inc({ route })
+          else this.authRefusals.inc({ reason: 'day_code_lockout' })
+        }
+        if (exchange.cacheKey !== null) {
+          this.cacheLookups.inc({ route })
+          if (answer.headers.some(([name, value]) => name === 'X-Cache' && value === 'HIT')) this.cacheHits.inc({ route })
+        }
+      },
+    }
+  }
+
+  /** Wraps the kernel's error report: database errors are counted, then reported as before. */
+  observeReport(report: (error: unknown) => void): (error: unknown) => void {
+    return (error) => {
+      if (isDatabaseError(error)) this.databaseErrors.inc()
+      report(error)
+    }
+  }
+
+  observeFlush(seconds: number): void {
+    this.flushSeconds.observe(seconds)
+  }
+
+  /** Starts the metrics listener when a port is configured; resolves with its port (0 = off). */
+  listen(options: { port: number; host: string } | undefined): Promise<number> {
+    if (!options || options.port === 0 || this.server) return Promise.resolve(this.server ? (this.server.address() as AddressInfo).port : 0)
+    // Only with a listener: the process collectors install GC and event-loop observers
+    // that live as long as the process, which kernels that nobody scrapes do not need.
+    collectDefaultMetrics({ register: this.registry })
+    const server = createServer((request, response) => {
+      const path = (request.url ?? '/').split('?')[0]
+      if ((request.method !== 'GET' && request.method !== 'HEAD') || path !== '/metrics') {
+        response.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('Error: Not found.')
+        return
+      }
+      this.registry.metrics().then(
+        (text) => response.writeHead(200, { 'Content-Type': this.registry.contentType }).end(request.method === 'HEAD' ? undefined : text),
+        () => response.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end('Error: Internal error.'),
+      )
+    })
+    this.server = server
+    return new Promise((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(options.port, options.host, () => {
+        server.off('error', reject)
+        resolve((server.address() as AddressInfo).port)
+      })
+    })
+  }
+
+  close(): Promise<void> {
+    const server = this.server
+    this.server = null
+    if (!server) return Promise.resolve()
+    return new Promise((resolve) => {
+      server.close(() => resolve())
+      server.closeAllConnections()
+    })
+  }
+}

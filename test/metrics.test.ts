@@ -1,0 +1,81 @@
+/**
+ * Prometheus metrics on their own listener: parsed by a real text-format parser,
+ * counters moving with the calls made (by route and status, refusals by reason,
+ * rate-limit refusals, cache hits), the log queue and process metrics present.
+ */
+import t from 'tap'
+import { forEachDatabase, startService } from './helpers/service.ts'
+import { freePort } from './helpers/freePort.ts'
+import { insertKey } from './helpers/keys.ts'
+import { scrape, sample } from './helpers/prometheus.ts'
+
+t.test('metrics count calls, refusals and cache hits', async (t) => {
+  await forEachDatabase(t, async (t, kind) => {
+    const metricsPort = await freePort()
+    const service = await startService(t, { kind, config: { metrics: { port: metricsPort, host: '127.0.0.1' } } })
+    const url = `http://127.0.0.1:${metricsPort}/metrics`
+
+    const before = await scrape(url)
+    t.equal(before.status, 200)
+    t.match(before.contentType, /^text\/plain; version=0\.0\.4/)
+    t.equal(sample(before.families, 'keygate_http_requests_total'), 0, 'no call yet')
+    t.equal(sample(before.families, 'keygate_call_log_queue_max'), 20000)
+    t.ok(before.families.has('keygate_call_log_queue_depth'), 'log queue depth')
+    t.ok(before.families.has('process_cpu_user_seconds_total'), 'Node process metrics')
+    t.ok(before.families.has('nodejs_eventloop_lag_seconds'), 'Node runtime metrics')
+    t.equal(sample(before.families, 'keygate_info', { version: '0.1.0' }), 1)
+
+    for (let index = 0; index < 3; index++) t.equal((await service.call('GET', '/Api/Read/Acl')).status, 200)
+    t.equal((await service.call('GET', '/Api/Read/Acl', { key: null })).status, 401)
+    t.equal((await service.call('GET', '/Api/Read/Acl', { key: { apiKey: 'kg_nobody', secret: 'x' } })).status, 401)
+    t.equal((await service.call('GET', '/Api/Read/Acl', { key: { ...service.admin, secret: 'wrong' } })).status, 401)
+    t.equal((await service.call('GET', '/Api/Read/Acl', { date: 'yesterday' })).status, 401)
+    t.equal((await service.call('POST', '/Api/Create/Key', { body: { Display_Name: 'x', GroupId: 1 } })).status, 401, 'no day code')
+    const limited = await insertKey(service, { max_hits: '1/1Min' })
+    t.equal((await service.call('GET', '/Api/Read/Limits', { key: limited })).status, 200)
+    t.equal((await service.call('GET', '/Api/Read/Limits', { key: limited })).status, 429)
+
+    const after = await scrape(url)
+    const f = after.families
+    t.equal(sample(f, 'keygate_http_requests_total', { route: '/Api/Read/Acl', method: 'GET', status: '200' }), 3)
+    t.equal(sample(f, 'keygate_http_requests_total', { route: '/Api/Read/Acl', method: 'GET', status: '401' }), 4)
+    t.equal(sample(f, 'keygate_http_requests_total', { route: '/Api/Read/Limits', status: '429' }), 1)
+    t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'missing_credentials' }), 1)
+    t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'unknown_key' }), 1)
+    t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'bad_signature' }), 1)
+    t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'bad_date' }), 1)
+    t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'day_code' }), 1)
+    t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'other' }), 0, 'every 401 text is classified')
+    t.equal(sample(f, 'keygate_rate_limit_refusals_total', { route: '/Api/Read/Limits' }), 1)
+    // /Api/Read/Acl is cached: the first call fills the cache, the next two are hits.
+    t.equal(sample(f, 'keygate_response_cache_lookups_total', { route: '/Api/Read/Acl' }), 3)
+    t.equal(sample(f, 'keygate_response_cache_hits_total', { route: '/Api/Read/Acl' }), 2)
+    const latency = f.get('keygate_http_request_duration_seconds')
+    t.equal(latency?.type, 'HISTOGRAM')
+    t.match(after.text, /^keygate_http_request_duration_seconds_count\{route="\/Api\/Read\/Acl",method="GET"\} 7$/m, 'the latency histogram counts the seven /Api/Read/Acl calls')
+    t.equal(sample(f, 'keygate_database_errors_total'), 0)
+
+    // Written log batches are timed.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const flushed = await scrape(url)
+    t.ok(flushed.families.get('keygate_call_log_flush_seconds')?.metrics.some((metric) => Number(metric.buckets?.['+Inf']) >= 1), 'flush time observed')
+
+    const other = await fetch(`http://127.0.0.1:${metricsPort}/other`)
+    t.equal(other.status, 404)
+    t.equal(await other.text(), 'Error: Not found.')
+    const onService = await fetch(`http://127.0.0.1:${service.port}/metrics`)
+    t.equal(onService.status, 404, 'metrics are not on the service port')
+    await onService.text()
+  })
+})
+
+t.test('metrics are off by default (port 0) and bound to 127.0.0.1 when on', async (t) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  t.same(service.config.metrics, { port: 0, host: '127.0.0.1' })
+  const port = await freePort()
+  const next = await service.restart({ metrics: { port, host: '127.0.0.1' } })
+  const answer = await scrape(`http://127.0.0.1:${port}/metrics`)
+  t.equal(answer.status, 200)
+  await next.stop()
+  await t.rejects(fetch(`http://127.0.0.1:${port}/metrics`), 'the metrics listener closes with the kernel')
+})

@@ -1,0 +1,159 @@
+/**
+ * The production start as documented (docs/deploy.md): `npm run build`, then
+ * `node dist/kernel/boot/main.js` - the command the systemd unit, the Dockerfile and
+ * `npm start` run (checked here against those files). SIGTERM to that PID under load:
+ * exit 0 within 10 s, every answered call in api_log and in an access line on stdout.
+ * SIGTERM to `npm start`'s PID reaches node too. `--version`.
+ */
+import t, { type Test } from 'tap'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { basename, dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import SQLite from 'better-sqlite3'
+import { parse as parseYaml } from 'yaml'
+import { signedHeaders } from '../kernel/auth/signature.ts'
+import { freePort } from './helpers/freePort.ts'
+
+const repository = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+/** What follows `node`: the one production start command. */
+const startArguments = ['dist/kernel/boot/main.js']
+const packageJson = JSON.parse(readFileSync(join(repository, 'package.json'), 'utf8')) as { version: string; scripts: Record<string, string>; bin: Record<string, string> }
+
+t.test('the unit file, the Dockerfile and npm start run exactly the tested command', async (t) => {
+  const unit = readFileSync(join(repository, 'deploy/keygate.service'), 'utf8')
+  const execStart = /^ExecStart=(.+)$/m.exec(unit)![1].trim().split(/\s+/)
+  t.equal(basename(execStart[0]), 'node', 'ExecStart runs node itself')
+  t.ok(execStart[0].startsWith('/'), 'systemd needs an absolute path')
+  t.same(execStart.slice(1), startArguments)
+  t.match(unit, /^WorkingDirectory=\/opt\/keygate$/m)
+  t.match(unit, /^Type=simple$/m)
+  t.match(unit, /^KillSignal=SIGTERM$/m)
+  t.match(unit, /^TimeoutStopSec=\d+$/m)
+
+  const dockerfile = readFileSync(join(repository, 'deploy/Dockerfile'), 'utf8')
+  const cmd = /^CMD (.+)$/m.exec(dockerfile)![1]
+  t.same(JSON.parse(cmd), ['node', ...startArguments], 'exec form: node is PID 1')
+  t.match(dockerfile, /^USER node$/m)
+  t.match(dockerfile, /^FROM node:20-slim AS build$/m)
+  t.match(dockerfile, /npm ci/)
+  t.match(dockerfile, /npm run build/)
+  t.match(dockerfile, /\/readyz/)
+
+  const compose = parseYaml(readFileSync(join(repository, 'deploy/compose.yaml'), 'utf8')) as { services: Record<string, { build?: { dockerfile: string }; healthcheck?: { test: string[] }; depends_on?: Record<string, unknown> }> }
+  t.same(Object.keys(compose.services).sort(), ['keygate', 'mariadb', 'redis'])
+  t.equal(compose.services.keygate.build?.dockerfile, 'deploy/Dockerfile', 'the service runs the Dockerfile CMD')
+  t.match(compose.services.keygate.healthcheck?.test.join(' '), /\/readyz/)
+  t.ok(compose.services.mariadb.healthcheck && compose.services.redis.healthcheck)
+  t.same(Object.keys(compose.services.keygate.depends_on ?? {}).sort(), ['mariadb', 'redis'])
+
+  t.equal(packageJson.scripts.start, `exec node ${startArguments.join(' ')}`, 'npm start execs node (no shell left to swallow SIGTERM)')
+  t.equal(packageJson.bin.keygate, startArguments[0])
+  t.equal(packageJson.scripts.prepare, 'node scripts/build.mjs', 'npm install / npm ci leave a fresh clone built')
+  t.equal(packageJson.scripts.build, 'node scripts/build.mjs')
+})
+
+t.test('built once; node dist/kernel/boot/main.js', async (t) => {
+  const built = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: repository, encoding: 'utf8', timeout: 120_000 })
+  t.equal(built.status, 0, `npm run build: ${built.stderr}`)
+
+  t.test('--version', async (t) => {
+    const version = spawnSync(process.execPath, [...startArguments, '--version'], { cwd: repository, encoding: 'utf8', timeout: 30_000 })
+    t.equal(version.status, 0)
+    t.equal(version.stdout, `${packageJson.version}\n`)
+    t.match(readFileSync(join(repository, startArguments[0]), 'utf8'), /^#!\/usr\/bin\/env node\n/, 'the keygate bin runs with node')
+  })
+
+  t.test('SIGTERM to its PID under load: exit 0 within 10 s, every answered call logged', async (t) => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'keygate-production-'))
+    t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+    const port = await freePort()
+    const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, PLUGINS: 'acl,log', LOG_ACCESS: 'all', NODE_ID: '5' }
+    delete env.DATABASE_URL
+    delete env.CONFIG_FILE
+    const child = spawn(process.execPath, startArguments, { cwd: repository, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const { output, exited } = watch(t, child)
+    await started(child, output)
+    const admin = JSON.parse(readFileSync(join(dataDir, 'admin-key.json'), 'utf8'))
+    const key = { apiKey: admin.Api_Key as string, secret: admin.Api_Secret as string }
+    const base = `http://127.0.0.1:${port}/v1.0`
+
+    const answeredIds: number[] = []
+    let stopping = false
+    async function worker(): Promise<void> {
+      while (true) {
+        try {
+          const response = await fetch(base + '/Api/Read/Acl', { headers: signedHeaders(key, 'GET', '/Api/Read/Acl') })
+          await response.arrayBuffer()
+          const id = response.headers.get('x-requestid')
+          if (id !== null) answeredIds.push(Number(id))
+        } catch {
+          if (stopping) return // the server has stopped accepting; those calls were never answered
+        }
+      }
+    }
+    const workers = Array.from({ length: 16 }, worker)
+    while (answeredIds.length < 200) await new Promise((done) => setTimeout(done, 10))
+    stopping = true
+    child.kill('SIGTERM')
+    const deadline = new Promise<'late'>((done) => setTimeout(() => done('late'), 10_000).unref())
+    const ending = await Promise.race([exited, deadline])
+    t.not(ending, 'late', 'exited within 10 s of SIGTERM')
+    const { code, signal } = await exited
+    await Promise.all(workers)
+    t.equal(signal, null, 'not killed by the signal')
+    t.equal(code, 0, 'exit code 0')
+
+    const lines = output.text.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>)
+    t.ok(lines.some((line) => line.msg === 'keygate: SIGTERM, finishing in-flight calls and flushing the call log'))
+    t.match(lines.at(-1), { level: 'info', msg: 'keygate stopped', signal: 'SIGTERM', pid: child.pid })
+    const logged = new Set(lines.filter((line) => line.msg === 'call').map((line) => line.requestId as number))
+    t.same(answeredIds.filter((id) => !logged.has(id)), [], `each of the ${answeredIds.length} answered calls has its access line`)
+    const file = new SQLite(join(dataDir, 'keygate.sqlite'), { readonly: true })
+    t.teardown(() => file.close())
+    const stored = new Set((file.prepare('select id from api_log').all() as { id: number }[]).map((row) => Number(row.id)))
+    t.same(answeredIds.filter((id) => !stored.has(id)), [], 'and its api_log row')
+    const jsonText = output.text.split('\n').filter((line) => line.startsWith('{')).join('\n')
+    t.notOk(jsonText.includes(key.secret) || jsonText.includes(key.apiKey), 'the JSON log holds no credential')
+  })
+
+  t.test('SIGTERM to the PID of npm start reaches the service: npm exits 0, node is gone', async (t) => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'keygate-npm-start-'))
+    t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+    const port = await freePort()
+    const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, PLUGINS: 'acl' }
+    delete env.DATABASE_URL
+    delete env.CONFIG_FILE
+    const npm = spawn('npm', ['start'], { cwd: repository, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const { output, exited } = watch(t, npm)
+    await started(npm, output)
+    const listening = output.text.split('\n').find((line) => line.includes('keygate listening'))!
+    const nodePid = (JSON.parse(listening) as { pid: number }).pid
+    t.not(nodePid, npm.pid, 'the service is its own process')
+    npm.kill('SIGTERM')
+    const { code, signal } = await exited
+    t.same([code, signal], [0, null], 'npm start exits 0')
+    t.match(output.text, /"msg":"keygate stopped"/)
+    t.throws(() => process.kill(nodePid, 0), { code: 'ESRCH' }, 'no node process left listening')
+  })
+})
+
+function watch(t: Test, child: ChildProcess) {
+  const output = { text: '' }
+  child.stdout!.on('data', (chunk) => (output.text += chunk))
+  child.stderr!.on('data', (chunk) => (output.text += chunk))
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.once('exit', (code, signal) => done({ code, signal })))
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  })
+  return { output, exited }
+}
+
+async function started(child: ChildProcess, output: { text: string }): Promise<void> {
+  const since = Date.now()
+  while (!output.text.includes('keygate listening')) {
+    if (child.exitCode !== null || Date.now() - since > 60_000) throw new Error(`the service did not start:\n${output.text}`)
+    await new Promise((done) => setTimeout(done, 50))
+  }
+}
