@@ -150,7 +150,8 @@ t.test('the CLI and the start warning (SQLite, real processes)', async (t) => {
   const base = { DATA_DIR: dataDir, PORT: '0', DATABASE_URL: '', MASTER_KEY: '', NEW_MASTER_KEY: '' }
 
   const started = await run(['kernel/boot/main.ts'], base, /keygate listening/)
-  const warnings = started.stderr.split('\n').filter((line) => line.includes('master key'))
+  // The service log is JSON lines on stdout; the warning is one of them, at level warn.
+  const warnings = started.stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line)).filter((line) => line.level === 'warn' && String(line.msg).includes('master key')).map((line) => line.msg)
   t.same(warnings, [`keygate: warning: the master key is in the data folder (${join(dataDir, 'master.key')}); a copy of that folder opens every stored secret. Set MASTER_KEY to the key or to a file outside it (SECURITY.md, "Master key").`])
 
   const oldFile = readFileSync(join(dataDir, 'master.key'), 'utf8')

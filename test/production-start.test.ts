@@ -13,8 +13,8 @@ import { basename, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import SQLite from 'better-sqlite3'
 import { parse as parseYaml } from 'yaml'
-import { signedHeaders } from '../kernel/auth/signature.ts'
 import { freePort } from './helpers/freePort.ts'
+import { callLoad } from './helpers/callLoad.ts'
 
 const repository = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 /** What follows `node`: the one production start command. */
@@ -79,29 +79,17 @@ t.test('built once; node dist/kernel/boot/main.js', async (t) => {
     const key = { apiKey: admin.Api_Key as string, secret: admin.Api_Secret as string }
     const base = `http://127.0.0.1:${port}/v1.0`
 
-    const answeredIds: number[] = []
-    let stopping = false
-    async function worker(): Promise<void> {
-      while (true) {
-        try {
-          const response = await fetch(base + '/Api/Read/Acl', { headers: signedHeaders(key, 'GET', '/Api/Read/Acl') })
-          await response.arrayBuffer()
-          const id = response.headers.get('x-requestid')
-          if (id !== null) answeredIds.push(Number(id))
-        } catch {
-          if (stopping) return // the server has stopped accepting; those calls were never answered
-        }
-      }
-    }
-    const workers = Array.from({ length: 16 }, worker)
-    while (answeredIds.length < 200) await new Promise((done) => setTimeout(done, 10))
-    stopping = true
+    const load = callLoad(base, key)
+    const { answeredIds } = load
+    await load.answered(200)
+    // Stop while the clients keep calling: the ones in flight must finish and be logged.
+    const stopping = load.stop()
     child.kill('SIGTERM')
     const deadline = new Promise<'late'>((done) => setTimeout(() => done('late'), 10_000).unref())
     const ending = await Promise.race([exited, deadline])
     t.not(ending, 'late', 'exited within 10 s of SIGTERM')
     const { code, signal } = await exited
-    await Promise.all(workers)
+    await stopping
     t.equal(signal, null, 'not killed by the signal')
     t.equal(code, 0, 'exit code 0')
 

@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os'
 import { join, resolve, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import SQLite from 'better-sqlite3'
-import { signedHeaders } from '../kernel/auth/signature.ts'
 import { freePort } from './helpers/freePort.ts'
+import { callLoad } from './helpers/callLoad.ts'
 
 const repository = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 
@@ -39,26 +39,14 @@ t.test('SIGTERM under load: exit 0, no answered call without its record', async 
   const key = { apiKey: admin.Api_Key as string, secret: admin.Api_Secret as string }
   const base = `http://127.0.0.1:${port}/v1.0`
 
-  const answeredIds: number[] = []
-  let stopping = false
-  async function worker(): Promise<void> {
-    while (true) {
-      try {
-        const response = await fetch(base + '/Api/Read/Acl', { headers: { ...signedHeaders(key, 'GET', '/Api/Read/Acl'), 'x-LogLevel': '2' } })
-        await response.arrayBuffer()
-        const id = response.headers.get('x-requestid')
-        if (id !== null) answeredIds.push(Number(id))
-      } catch {
-        if (stopping) return // the server has stopped accepting; those calls were never answered
-      }
-    }
-  }
-  const workers = Array.from({ length: 16 }, worker)
-  while (answeredIds.length < 100) await new Promise((done) => setTimeout(done, 10))
-  stopping = true
+  const load = callLoad(base, key, { headers: { 'x-LogLevel': '2' } })
+  const { answeredIds } = load
+  await load.answered(100)
+  // Stop while the clients keep calling: the ones in flight must finish and be logged.
+  const stopping = load.stop()
   child.kill('SIGTERM')
   const { code, signal } = await exited
-  await Promise.all(workers)
+  await stopping
   t.equal(signal, null, 'not killed by the signal')
   t.equal(code, 0, 'exit code 0')
   t.match(output, /SIGTERM, finishing in-flight calls and flushing the call log/)
