@@ -8,6 +8,7 @@ import { readCredentials } from '../../auth/credentials.ts'
 import { dateWithinWindow, parseApiDate } from '../../auth/apiDate.ts'
 import { sameSignature, stringToSign, verifySignature } from '../../auth/signature.ts'
 import { verifyDayCode } from '../../auth/dayCode.ts'
+import { effectiveAclEntry } from '../../auth/effectiveAcl.ts'
 import { ApiError, unauthorized } from '../errors.ts'
 
 export interface AuthenticateDependencies {
@@ -98,7 +99,7 @@ export function authenticateStage(deps: AuthenticateDependencies): Stage {
           throw unauthorized('Missing credential x-apikey.')
         }
         return keys.publicEntries().then((entries) => {
-          const entry = entries.find((candidate) => candidate.matches(exchange.mounted.route.path))
+          const entry = effectiveAclEntry(entries, exchange.mounted.route.path)
           if (!entry || exchange.mounted.route.dayCode) throw unauthorized('Missing credentials: x-apikey, x-apidate and x-apihmac are required.')
           exchange.caller = anonymousCaller
           exchange.acl = entry
