@@ -237,3 +237,35 @@ t.test('people imports stay inside the scope that started them', (t) =>
     t.match(after.json.People, [{ Id: theirs.json.Id, LastName: 'Original', TermDate: '' }], "importterm left the other Parent's people alone")
   }),
 )
+
+t.test('a sealed secret copied onto another key does not open it', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, plugins: [probePlugin] })
+    const known = await insertKey(service)
+    const target = await insertKey(service)
+    const db = service.kernel.database.db
+    // Someone who can write the database but lacks the master key copies the sealed
+    // secret of a key whose secret they know onto the key they want to use.
+    const { secret_enc } = await db.selectFrom('api_keys').select('secret_enc').where('id', '=', known.id).executeTakeFirstOrThrow()
+    await db.updateTable('api_keys').set({ secret_enc }).where('id', '=', target.id).execute()
+    service.kernel.services.keys.changed(target.id)
+    // Mutation caught: the secret sealed without its Api_Key as context (AES-GCM additional data).
+    const answer = await service.call('GET', '/Probe/Echo', { key: { apiKey: target.apiKey, secret: known.secret } })
+    t.equal(answer.status, 500, 'refused as a fault of the store, never served')
+    t.equal(answer.text, 'Error: Internal error.', 'and the answer reveals nothing')
+    t.equal((await service.call('GET', '/Probe/Echo', { key: known })).status, 200, 'the known key itself still works')
+  }),
+)
+
+t.test('an ACL path without * covers that path only, not longer ones', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, plugins: [probePlugin] })
+    const group = await createGroup(service.kernel.database.db, { name: 'Deep only', paths: [{ path: '/Probe/Deep', displayName: 'the Deep route itself' }] })
+    const key = await insertKey(service, {}, [group])
+    t.equal((await service.call('GET', '/Probe/Deep', { key })).status, 200, 'the path itself')
+    // Mutation caught: an exact ACL path matching every path that starts with it.
+    const deeper = await service.call('GET', '/Probe/Deep/Level/Three', { key })
+    t.equal(deeper.status, 403, 'a deeper route is not covered')
+    t.equal(deeper.text, 'Error: Your ACL does not allow /Probe/Deep/Level/Three.')
+  }),
+)
