@@ -70,7 +70,7 @@ export interface Call<Body = unknown, Query = Record<string, string>> {
   readonly body: Body
   /** Query parameters, schema-checked and coerced when the route declares a query schema. */
   readonly query: Query
-  /** The ACL entry that allowed this call. */
+  /** The ACL entry that allowed this call: of several matching entries, their strictest rule under the lowest id. */
   readonly acl: AclEntry | null
   readonly headers: IncomingHttpHeaders
   readonly format: ResponseFormat

@@ -4,6 +4,7 @@ import type { CoreTables } from '../storage/coreTables.ts'
 import type { AclEntry, CallerKey, ResponseFormat } from '../plugin.ts'
 import type { SecretBox } from './secrets.ts'
 import { compileAclPath } from './aclPath.ts'
+import { effectiveAclEntry } from './effectiveAcl.ts'
 import { parseMaxHits, type RateWindow } from '../limits/maxHits.ts'
 import type { HashMethod } from './signature.ts'
 
@@ -15,7 +16,7 @@ import type { HashMethod } from './signature.ts'
 export interface AccessProfile {
   groupIds: readonly number[]
   acl: readonly AclEntry[]
-  /** Route path -> the ACL entry that allows it (null: none). Filled as routes are called. */
+  /** Route path -> the merged ACL entry that governs it (null: none). Filled as routes are called. */
   aclByRoute: Map<string, AclEntry | null>
 }
 
@@ -179,12 +180,15 @@ export class KeyDirectory {
     return this.publicAcl
   }
 
-  /** The ACL entry that allows `routePath` for this record, memoised per route and profile. */
+  /**
+   * The ACL entry that governs `routePath` for this record: all matching entries merged,
+   * the strictest rule winning (effectiveAcl.ts), memoised per route and profile.
+   */
   aclFor(record: Pick<AuthRecord, 'caller' | 'profile'>, routePath: string): AclEntry | null {
     const memo = record.profile.aclByRoute
     let entry = memo.get(routePath)
     if (entry === undefined) {
-      entry = record.caller.acl.find((candidate) => candidate.matches(routePath)) ?? null
+      entry = effectiveAclEntry(record.caller.acl, routePath)
       memo.set(routePath, entry)
     }
     return entry

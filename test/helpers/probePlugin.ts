@@ -31,10 +31,12 @@ export const probePlugin: Plugin = {
     defineRoute({ method: 'GET', path: '/Probe/Unlisted', xml: { root: 'Unlisted' }, handler: () => ({ Ok: 1 }) }),
     defineRoute({ method: 'GET', path: '/Probe/Deep/Level/Three', xml: { root: 'Deep' }, handler: () => ({ Depth: 3 }) }),
     defineRoute({ method: 'GET', path: '/Probe/Deep', xml: { root: 'Deep' }, handler: () => ({ Depth: 1 }) }),
-    defineRoute({ method: 'POST', path: '/Probe/Today', dayCode: true, xml: { root: 'Today' }, handler: () => ({ Ok: 1 }) }),
+    // The POST probes change nothing: reads, replayable like any read.
+    defineRoute({ method: 'POST', path: '/Probe/Today', dayCode: true, writes: false, xml: { root: 'Today' }, handler: () => ({ Ok: 1 }) }),
     defineRoute<{ Name: string; Count?: number }>({
       method: 'POST',
       path: '/Probe/Body',
+      writes: false,
       body: { type: 'object', required: ['Name'], additionalProperties: false, properties: { Name: { type: 'string', maxLength: 100 }, Count: { type: 'integer' } } },
       xml: { root: 'Body' },
       handler: (call) => ({ Name: call.body.Name, Count: call.body.Count ?? 0 }),

@@ -5,6 +5,7 @@ import type { KeyDirectory } from '../../auth/keyDirectory.ts'
 import type { RequestIds } from '../../callLog/requestId.ts'
 import type { AclEntry } from '../../plugin.ts'
 import { forbidden, unauthorized } from '../errors.ts'
+import { effectiveAclEntry } from '../../auth/effectiveAcl.ts'
 
 /** The ACL entry that allows this call's route for its key (memoised per access profile and route). */
 export type AclLookup = (exchange: Exchange) => AclEntry | null
@@ -38,7 +39,8 @@ export function authorizeStage(keys: KeyDirectory, lookup: AclLookup, requestIds
       if (!exchange.caller.anonymous) return decide(exchange, lookup(exchange))
       const route = exchange.mounted.route
       return keys.publicEntries().then((entries) => {
-        const entry = entries.find((candidate) => candidate.matches(route.path))
+        // Of the public entries that match, the strictest rule holds, as for a key (effectiveAcl.ts).
+        const entry = effectiveAclEntry(entries, route.path)
         if (!entry || route.dayCode) throw missingCredentials()
         exchange.acl = entry
         decide(exchange, entry)
