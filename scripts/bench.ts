@@ -6,7 +6,8 @@
  * Environment: BENCH_SECONDS (10), BENCH_CONNECTIONS (50), BENCH_PEOPLE (100000),
  * BENCH_KEYS (1000000), BENCH_ONLY (comma-separated scenario names: acl, acl-log2, log,
  * create, people, people-uncached, keys), BENCH_OUT (bench-results/latest.json),
- * BENCH_SERVICE_NODE_OPTIONS (node flags for the service process only). Every request is signed (the signature is reused
+ * BENCH_SERVICE_NODE_OPTIONS (node flags for the service process only), BENCH_SERVICE_NODE_ARGS
+ * (flags NODE_OPTIONS refuses, e.g. `--cpu-prof --cpu-prof-dir=prof`). Every request is signed (the signature is reused
  * within one second, as a real client may).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -80,7 +81,9 @@ async function startService(dataDir: string, extraEnv: Record<string, string> = 
   if (databaseUrl) env.DATABASE_URL = databaseUrl
   // Node flags for the service alone (e.g. --max-old-space-size=256), not for autocannon.
   if (process.env.BENCH_SERVICE_NODE_OPTIONS) env.NODE_OPTIONS = process.env.BENCH_SERVICE_NODE_OPTIONS
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'kernel/boot/main.ts')], { env, stdio: ['ignore', 'pipe', 'inherit'], cwd: root })
+  // Flags NODE_OPTIONS refuses (--cpu-prof, --cpu-prof-dir=...) go on the command line.
+  const nodeArguments = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean)
+  const child = spawn(process.execPath, [...nodeArguments, '--import', 'tsx', join(root, 'kernel/boot/main.ts')], { env, stdio: ['ignore', 'pipe', 'inherit'], cwd: root })
   await waitForLine(child, /listening on/)
   return { base: `http://127.0.0.1:${port}/v1.0`, child, port }
 }

@@ -131,7 +131,11 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   }
 
   // Observers see every answered call once its answer is final (access line, metrics).
-  const observers = [metrics.stage(), accessLogStage(logger, config.log.access ?? 'errors', clientAddress(new Set(config.trustProxy)))]
+  // Metrics are kept only when something can scrape them (metrics.port set).
+  const observers = [
+    ...(config.metrics && config.metrics.port !== 0 ? [metrics.stage()] : []),
+    accessLogStage(logger, config.log.access ?? 'errors', clientAddress(new Set(config.trustProxy))),
+  ]
   const pipelineFor = buildPipelines({ config, keys, rateLimits, requestIds, callLog, cache, replayGuard, idempotency, daySecret, clock, report, observers })
   const health = healthResponder({ ping: () => sql`select 1`.execute(db), logQueue: () => ({ queued: callLog.queued, max: config.log.queueMax }), closing: () => closing !== null })
   const server = createServer({ config, routes, clock, report, pipelineFor, outsideBasePath: health })

@@ -52,6 +52,8 @@ export class KernelMetrics {
   private readonly cacheHits: Counter<'route'>
   private readonly flushSeconds: Histogram
   private readonly databaseErrors: Counter
+  private readonly callCounters = new Map<string, ReturnType<Counter<'route' | 'method' | 'status'>['labels']>>()
+  private readonly latencyHistograms = new Map<string, ReturnType<Histogram<'route' | 'method'>['labels']>>()
   private server: Server | null = null
 
   constructor(sources: MetricsSources, version: string) {
@@ -86,8 +88,15 @@ export class KernelMetrics {
         if (answer === null) return
         const route = exchange.mounted.route.path
         const method = exchange.request.method ?? 'GET'
-        this.calls.inc({ route, method, status: String(answer.status) })
-        this.latency.observe({ route, method }, (performance.now() - exchange.startedTick) / 1000)
+        // Labelled children are looked up once per route, method and status, not per call.
+        const callKey = `${exchange.mounted.id} ${method} ${answer.status}`
+        let calls = this.callCounters.get(callKey)
+        if (calls === undefined) this.callCounters.set(callKey, (calls = this.calls.labels({ route, method, status: String(answer.status) })))
+        calls.inc()
+        const latencyKey = `${exchange.mounted.id} ${method}`
+        let latency = this.latencyHistograms.get(latencyKey)
+        if (latency === undefined) this.latencyHistograms.set(latencyKey, (latency = this.latency.labels({ route, method })))
+        latency.observe((performance.now() - exchange.startedTick) / 1000)
         if (answer.status === 401) this.authRefusals.inc({ reason: refusalReason(answer.body) })
         else if (answer.status === 429) {
           if (exchange.rate !== null && !exchange.rate.allowed) this.rateLimitRefusals.inc({ route })

@@ -1,0 +1,49 @@
+import type { Insertable, Selectable } from 'kysely'
+import type { CoreTables } from '../storage/coreTables.ts'
+import { httpDate } from '../auth/apiDate.ts'
+import type { LogRecord } from '../plugin.ts'
+
+/** A call's log record as it is written (D8, interface 2.3). */
+export type LogRow = Insertable<CoreTables['api_log']>
+
+/**
+ * Rsponse as stored: a successful answer is kept as JSON whatever format it was sent in
+ * (see stages/log.ts), so it is given back as the value it was; error messages and
+ * answers served from cache in XML/CSV are text.
+ */
+function parsedResponse(row: Selectable<CoreTables['api_log']>): unknown {
+  const text = row.response
+  if (text === null || text === undefined) return null
+  if (Number(row.response_code) < 400 && (row.response_format === 'json' || text.startsWith('{') || text.startsWith('['))) {
+    try {
+      return JSON.parse(text)
+    } catch {
+      return text
+    }
+  }
+  return text
+}
+
+export function toLogRecord(row: Selectable<CoreTables['api_log']>): LogRecord & { Id: number } {
+  return {
+    Id: Number(row.id),
+    RequestTime: httpDate(Number(row.request_time)),
+    Http_Host: row.http_host ?? null,
+    Server_Name: row.server_name ?? null,
+    Server_Addr: row.server_addr ?? null,
+    Server_Port: row.server_port === null || row.server_port === undefined ? null : Number(row.server_port),
+    Remote_Addr: row.remote_addr ?? null,
+    Request_Scheme: row.request_scheme ?? null,
+    Request_Method: row.request_method,
+    Api_Acl: row.api_acl === null || row.api_acl === undefined ? null : Number(row.api_acl),
+    Api_Function: row.api_function,
+    Request_Url: row.request_url ?? null,
+    Http_User_Agent: row.http_user_agent ?? null,
+    Raw_Request: row.raw_request ?? null,
+    Response_Code: Number(row.response_code),
+    Rsponse: parsedResponse(row),
+    Response_Format: row.response_format ?? null,
+    Seconds: Number(row.seconds),
+    Bandwidth: Number(row.bandwidth),
+  }
+}
