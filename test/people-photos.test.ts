@@ -69,3 +69,23 @@ t.test('OnePhoto', (t) =>
     t.notOk(existsSync(join(service.config.dataDir, largest.json.Photo)), 'and our file goes with it')
   }),
 )
+
+t.test("a client cannot make OnePhoto delete a file stored for another person or tenant", (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const { insertKey } = await import('./helpers/keys.ts')
+    const other = await insertKey(service, { parent: 2, display_name: 'Tenant 2 admin' })
+    const theirs = (await service.call('POST', '/People/Update/OneChange', { key: other, body: { FirstName: 'Their', LastName: 'Person' } })).json
+    const theirPhoto = (await service.call('POST', '/People/Update/OnePhoto', { key: other, body: { Id: theirs.Id, Image: png.toString('base64') } })).json.Photo as string
+    t.ok(existsSync(join(service.config.dataDir, ...theirPhoto.split('/'))))
+    // Tenant 1 names tenant 2's stored file as its own person's Photo, then replaces it.
+    const mine = (await service.call('POST', '/People/Update/OneChange', { body: { FirstName: 'My', LastName: 'Person' } })).json
+    t.equal((await service.call('POST', '/People/Update/OnePhoto', { body: { Id: mine.Id, Photo: theirPhoto } })).status, 200)
+    const ownJpeg = (await service.call('POST', '/People/Update/OnePhoto', { body: { Id: mine.Id, Image: jpeg.toString('base64') } })).json.Photo as string
+    t.ok(existsSync(join(service.config.dataDir, ...theirPhoto.split('/'))), "the other tenant's file is still there")
+    // Its own stored file is still replaced and removed as before.
+    const ownWebp = (await service.call('POST', '/People/Update/OnePhoto', { body: { Id: mine.Id, Image: webp.toString('base64') } })).json.Photo as string
+    t.match(ownWebp, new RegExp(`^photos/1/0/${mine.Id}-[0-9a-f]{16}\\.webp$`))
+    t.notOk(existsSync(join(service.config.dataDir, ...ownJpeg.split('/'))), 'the replaced own file is gone')
+  }),
+)

@@ -76,9 +76,16 @@ export async function storePhoto(dataDir: string, scope: Scope, personId: number
   return location
 }
 
-/** Removes a photo file we stored earlier; locations that are not ours (URLs, other paths) are left alone. */
-export async function removeStoredPhoto(dataDir: string, location: string | null): Promise<void> {
-  if (!location || !location.startsWith(`${photosFolder}/`) || location.includes('..')) return
+/**
+ * Removes a photo file we stored earlier for this very person. Any other location (a
+ * URL, another path, or another person's stored file that a client wrote into Photo) is
+ * left alone: a client can name any location, so only the exact name storePhoto gives
+ * this person's images may lead to a deletion.
+ */
+export async function removeStoredPhoto(dataDir: string, location: string | null, owner: Scope & { personId: number }): Promise<void> {
+  if (!location) return
+  const own = new RegExp(`^${photosFolder}/${owner.parent}/${owner.custno}/${owner.personId}-[0-9a-f]{16}\\.(?:jpg|png|webp)$`)
+  if (!own.test(location)) return
   await rm(join(dataDir, ...location.split('/')), { force: true }).catch(() => undefined)
 }
 

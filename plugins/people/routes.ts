@@ -157,7 +157,9 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
           location = await storePhoto(kernel.config.dataDir, { parent: Number(person.parent), custno: Number(person.custno) }, Id, image.bytes, image.type)
         }
         const result = await setPersonColumns(db, scope, Id, { photo: location, has_photo: location ? 1 : 0 }, kernel.clock())
-        if (result.before.photo !== location) await removeStoredPhoto(kernel.config.dataDir, result.before.photo)
+        if (result.before.photo !== location) {
+          await removeStoredPhoto(kernel.config.dataDir, result.before.photo, { parent: Number(person.parent), custno: Number(person.custno), personId: Id })
+        }
         return changed(call, result)
       },
     }),
