@@ -1,25 +1,70 @@
-import { Migrator, type Kysely, type MigrationProvider } from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import type { Migrations } from '../plugin.ts'
 import type { Dialect } from './database.ts'
 
 /**
- * Applies one owner's migrations (the kernel's, or one plugin's) with their own
- * bookkeeping table, so plugins version independently and can be enabled later.
+ * Applies one owner's migrations (the kernel's, or one plugin's) in name order, once
+ * each, with a bookkeeping table of its own (`migrations_<owner>`: name, timestamp, the
+ * table Kysely's Migrator kept, so existing installations carry on), so plugins version
+ * independently and can be enabled later.
+ *
+ * Kysely's Migrator asks information_schema whether its tables exist on every start;
+ * on MariaDB that query is slow with many databases and once took the server down under
+ * heavy parallel load. Here the tables are made with `create table if not exists`, and
+ * processes starting together take turns: a named lock on MySQL (GET_LOCK), the
+ * database's own write lock on SQLite (one migration per immediate transaction).
  */
 export async function migrate(db: Kysely<any>, dialect: Dialect, owner: string, migrations: Migrations): Promise<void> {
-  const provider: MigrationProvider = {
-    getMigrations: async () =>
-      Object.fromEntries(Object.entries(migrations).map(([name, migration]) => [name, { up: (handle: Kysely<any>) => migration.up(handle, dialect) }])),
+  const table = `migrations_${owner.replace(/[^a-z0-9]/gi, '_')}`
+  const names = Object.keys(migrations).sort()
+  await sql`create table if not exists ${sql.table(table)} (name varchar(255) not null primary key, timestamp varchar(255) not null)`.execute(db)
+  const applied = async (executor: Kysely<any>) =>
+    new Set((await executor.selectFrom(table).select('name').execute()).map((row: { name: string }) => row.name))
+  // The usual start: everything is applied already, and nobody needs to take turns.
+  const done = await applied(db)
+  if (names.every((name) => done.has(name))) return
+  if (dialect === 'mysql') return migrateLocked(db, table, owner, migrations, names, applied)
+  for (const name of names) {
+    // BEGIN IMMEDIATE takes SQLite's write lock: a second process waits (busy_timeout), then sees the row.
+    await db.connection().execute(async (connection) => {
+      await sql`begin immediate`.execute(connection)
+      try {
+        if (!(await applied(connection)).has(name)) {
+          await run(connection, 'sqlite', owner, name, migrations)
+          await connection.insertInto(table).values({ name, timestamp: new Date().toISOString() }).execute()
+        }
+        await sql`commit`.execute(connection)
+      } catch (error) {
+        await sql`rollback`.execute(connection).catch(() => undefined)
+        throw error
+      }
+    })
   }
-  const migrator = new Migrator({
-    db,
-    provider,
-    migrationTableName: `migrations_${owner.replace(/[^a-z0-9]/gi, '_')}`,
-    migrationLockTableName: `migrations_${owner.replace(/[^a-z0-9]/gi, '_')}_lock`,
+}
+
+/** MySQL/MariaDB: DDL commits by itself, so a named lock, not a transaction, keeps two starting processes apart. */
+async function migrateLocked(db: Kysely<any>, table: string, owner: string, migrations: Migrations, names: string[], applied: (executor: Kysely<any>) => Promise<Set<string>>): Promise<void> {
+  await db.connection().execute(async (connection) => {
+    const lock = `keygate:${table}`
+    const { rows } = await sql<{ got: number | null }>`select get_lock(${lock}, 120) as got`.execute(connection)
+    if (Number(rows[0]?.got) !== 1) throw new Error(`migration ${owner}: another process held the migration lock for 120 s`)
+    try {
+      const done = await applied(connection)
+      for (const name of names) {
+        if (done.has(name)) continue
+        await run(connection, 'mysql', owner, name, migrations)
+        await connection.insertInto(table).values({ name, timestamp: new Date().toISOString() }).execute()
+      }
+    } finally {
+      await sql`select release_lock(${lock})`.execute(connection).catch(() => undefined)
+    }
   })
-  const { error, results } = await migrator.migrateToLatest()
-  if (error) {
-    const failed = results?.find((result) => result.status === 'Error')
-    throw new Error(`migration ${owner}/${failed?.migrationName ?? '?'} failed: ${(error as Error).message ?? error}`)
+}
+
+async function run(db: Kysely<any>, dialect: Dialect, owner: string, name: string, migrations: Migrations): Promise<void> {
+  try {
+    await migrations[name].up(db, dialect)
+  } catch (error) {
+    throw new Error(`migration ${owner}/${name} failed: ${(error as Error).message ?? error}`)
   }
 }

@@ -16,7 +16,8 @@ function isBookkeeping(table: string): boolean {
 export async function dataTables(db: Kysely<any>, dialect: Dialect): Promise<string[]> {
   const rows = dialect === 'sqlite'
     ? (await sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`.execute(db)).rows
-    : (await sql<{ name: string }>`select table_name as name from information_schema.tables where table_schema = database() and table_type = 'BASE TABLE'`.execute(db)).rows
+    // SHOW rather than information_schema: MariaDB's information_schema has crashed here under load.
+    : (await sql<Record<string, string>>`show full tables where Table_type = 'BASE TABLE'`.execute(db)).rows.map((row) => ({ name: Object.values(row)[0] }))
   const names = rows.map((row) => row.name).filter((name) => !isBookkeeping(name))
   const rank = (name: string) => (kernelOrder.includes(name) ? kernelOrder.indexOf(name) : kernelOrder.length)
   return names.sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0))
@@ -28,8 +29,8 @@ export async function tableColumns(db: Kysely<any>, dialect: Dialect, table: str
     const rows = (await sql<{ name: string }>`select name from pragma_table_info(${table})`.execute(db)).rows
     return rows.map((row) => row.name)
   }
-  const rows = (await sql<{ name: string }>`select column_name as name from information_schema.columns where table_schema = database() and table_name = ${table} order by ordinal_position`.execute(db)).rows
-  return rows.map((row) => row.name)
+  const rows = (await sql<{ Field: string }>`show columns from ${sql.table(table)}`.execute(db)).rows
+  return rows.map((row) => row.Field)
 }
 
 /**
