@@ -11,6 +11,7 @@ import { join, resolve, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
 import { freePort } from './helpers/freePort.ts'
+import { watchChild } from './helpers/childService.ts'
 import { groupNamed, insertKey } from './helpers/keys.ts'
 import { createKernel, type Kernel } from '../kernel/boot/kernel.ts'
 import type { Config } from '../kernel/boot/config.ts'
@@ -134,17 +135,8 @@ t.test('a SIGKILLed process vanishes from the list after the expiry; its node id
     if (service.config.databaseUrl) env.DATABASE_URL = service.config.databaseUrl
     else delete env.DATABASE_URL
     const child = spawn(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { cwd: repository, env, stdio: ['ignore', 'pipe', 'pipe'] })
-    let output = ''
-    child.stdout.on('data', (chunk) => (output += chunk))
-    child.stderr.on('data', (chunk) => (output += chunk))
-    const exited = new Promise((done) => child.once('exit', done))
-    t.teardown(() => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-    })
-    for (const started = Date.now(); !output.includes('keygate listening');) {
-      if (child.exitCode !== null || Date.now() - started > 60_000) throw new Error(`the child did not start:\n${output}`)
-      await new Promise((done) => setTimeout(done, 50))
-    }
+    const { exited, waitFor } = watchChild(t, child)
+    await waitFor('keygate listening')
     t.same((await servers(service)).map((server) => [server.Node_Id, server.Server_Port]), [[0, service.port], [1, port]], 'the spawned process claimed node id 1')
 
     const childBase = `http://127.0.0.1:${port}/v1.0`
@@ -248,17 +240,8 @@ t.test('WORKERS=2: each worker claims its own node id', async (t) => {
   const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, WORKERS: '2' }
   for (const name of ['DATABASE_URL', 'CONFIG_FILE', 'NODE_ID']) delete env[name]
   const child = spawn(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { cwd: repository, env, stdio: ['ignore', 'pipe', 'pipe'] })
-  let output = ''
-  child.stdout.on('data', (chunk) => (output += chunk))
-  child.stderr.on('data', (chunk) => (output += chunk))
-  const exited = new Promise((done) => child.once('exit', done))
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-  })
-  for (const started = Date.now(); !output.includes('2 workers');) {
-    if (child.exitCode !== null || Date.now() - started > 60_000) throw new Error(`the service did not start:\n${output}`)
-    await new Promise((done) => setTimeout(done, 50))
-  }
+  const { exited, waitFor } = watchChild(t, child)
+  await waitFor('2 workers')
   const stored = JSON.parse(readFileSync(join(dataDir, 'admin-key.json'), 'utf8'))
   const admin: SigningKey = { apiKey: stored.Api_Key, secret: stored.Api_Secret }
   const answer = await signedCall(`http://127.0.0.1:${port}/v1.0`, admin, 'GET', '/Api/Read/Servers')
@@ -267,5 +250,5 @@ t.test('WORKERS=2: each worker claims its own node id', async (t) => {
   t.same(listed.map((server) => [server.Node_Id, server.Server_Port]), [[0, port], [1, port]],
     'two workers on one port, node ids 0 and 1 (the primary gave back the id it held while it set the database up)')
   child.kill('SIGTERM')
-  t.equal(await exited, 0)
+  t.equal((await exited).code, 0)
 })

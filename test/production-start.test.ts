@@ -5,8 +5,8 @@
  * exit 0 within 10 s, every answered call in api_log and in an access line on stdout.
  * SIGTERM to `npm start`'s PID reaches node too. `--version`.
  */
-import t, { type Test } from 'tap'
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import t from 'tap'
+import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join, resolve } from 'node:path'
@@ -15,6 +15,7 @@ import SQLite from 'better-sqlite3'
 import { parse as parseYaml } from 'yaml'
 import { freePort } from './helpers/freePort.ts'
 import { callLoad } from './helpers/callLoad.ts'
+import { watchChild } from './helpers/childService.ts'
 
 const repository = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 /** What follows `node`: the one production start command. */
@@ -73,8 +74,8 @@ t.test('built once; node dist/kernel/boot/main.js', async (t) => {
     delete env.DATABASE_URL
     delete env.CONFIG_FILE
     const child = spawn(process.execPath, startArguments, { cwd: repository, env, stdio: ['ignore', 'pipe', 'pipe'] })
-    const { output, exited } = watch(t, child)
-    await started(child, output)
+    const { output, exited, waitFor } = watchChild(t, child)
+    await waitFor('keygate listening')
     const admin = JSON.parse(readFileSync(join(dataDir, 'admin-key.json'), 'utf8'))
     const key = { apiKey: admin.Api_Key as string, secret: admin.Api_Secret as string }
     const base = `http://127.0.0.1:${port}/v1.0`
@@ -114,8 +115,8 @@ t.test('built once; node dist/kernel/boot/main.js', async (t) => {
     delete env.DATABASE_URL
     delete env.CONFIG_FILE
     const npm = spawn('npm', ['start'], { cwd: repository, env, stdio: ['ignore', 'pipe', 'pipe'] })
-    const { output, exited } = watch(t, npm)
-    await started(npm, output)
+    const { output, exited, waitFor } = watchChild(t, npm)
+    await waitFor('keygate listening')
     const listening = output.text.split('\n').find((line) => line.includes('keygate listening'))!
     const nodePid = (JSON.parse(listening) as { pid: number }).pid
     t.not(nodePid, npm.pid, 'the service is its own process')
@@ -127,21 +128,3 @@ t.test('built once; node dist/kernel/boot/main.js', async (t) => {
   })
 })
 
-function watch(t: Test, child: ChildProcess) {
-  const output = { text: '' }
-  child.stdout!.on('data', (chunk) => (output.text += chunk))
-  child.stderr!.on('data', (chunk) => (output.text += chunk))
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.once('exit', (code, signal) => done({ code, signal })))
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-  })
-  return { output, exited }
-}
-
-async function started(child: ChildProcess, output: { text: string }): Promise<void> {
-  const since = Date.now()
-  while (!output.text.includes('keygate listening')) {
-    if (child.exitCode !== null || Date.now() - since > 60_000) throw new Error(`the service did not start:\n${output.text}`)
-    await new Promise((done) => setTimeout(done, 50))
-  }
-}
