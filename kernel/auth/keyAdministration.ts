@@ -2,14 +2,14 @@ import type { Kysely, Selectable, Updateable } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
 import { retryOnDeadlock, type Dialect } from '../storage/database.ts'
 import type { SecretBox } from './secrets.ts'
-import { issueKey, type IssuedKey, type KeyFields } from './keyIssuer.ts'
+import { issueKey, newKeyCredentials, type IssuedKey, type KeyFields } from './keyIssuer.ts'
 import type { TenantServices } from '../tenants/tenants.ts'
 
 /** A stored key as plugins see it: every column but the sealed secret. */
-export type KeyRecord = Omit<Selectable<CoreTables['api_keys']>, 'secret_enc'>
+export type KeyRecord = Omit<Selectable<CoreTables['api_keys']>, 'secret_enc' | 'prev_secret_enc'>
 
 /** The columns an edit may change (the Api_Key, its secret and the creator stay). */
-export type KeyChanges = Omit<Updateable<CoreTables['api_keys']>, 'id' | 'api_key' | 'secret_enc' | 'created_by' | 'created_at' | 'updated_at'>
+export type KeyChanges = Omit<Updateable<CoreTables['api_keys']>, 'id' | 'api_key' | 'secret_enc' | 'created_by' | 'created_at' | 'updated_at' | 'prev_secret_enc' | 'prev_secret_ends'>
 
 /** A group and the ACL paths it grants (D9's group record). */
 export interface GroupRecord {
@@ -28,7 +28,7 @@ function startsToCount(before: { end_date: number | null; parent: number; custno
 }
 
 function withoutSecret(row: Selectable<CoreTables['api_keys']>): KeyRecord {
-  const { secret_enc: _sealed, ...record } = row
+  const { secret_enc: _sealed, prev_secret_enc: _previous, ...record } = row
   return record
 }
 
@@ -112,6 +112,41 @@ export class KeyAdministration {
     if (!edited) return undefined
     this.invalidate.key(keyId)
     return { record: withoutSecret(edited), secret: this.secrets.open(edited.secret_enc, edited.api_key) }
+  }
+
+  /**
+   * A new secret for a key that `editorKeyId` created (the same authority as edit), the
+   * current one kept as the previous secret until `oldSecretValidForMs` from now (0: it
+   * stops now). Rotating again replaces any earlier previous secret, which ends at once.
+   * Undefined when there is no such key for this editor. Caches are dropped before this returns.
+   */
+  async rotate(keyId: number, editorKeyId: number, oldSecretValidForMs: number): Promise<{ record: KeyRecord; secret: string; oldSecretEnds: number } | undefined> {
+    const secret = newKeyCredentials().secret
+    const rotated = await retryOnDeadlock(() =>
+      this.db.transaction().execute(async (trx) => {
+        const row = await trx
+          .selectFrom('api_keys')
+          .selectAll()
+          .where('id', '=', keyId)
+          .where('created_by', '=', editorKeyId)
+          .where('id', '<>', editorKeyId)
+          .$if(this.dialect === 'mysql', (query) => query.forUpdate())
+          .executeTakeFirst()
+        if (!row) return undefined
+        const now = this.clock()
+        const changes = {
+          secret_enc: this.secrets.seal(secret, row.api_key),
+          prev_secret_enc: oldSecretValidForMs > 0 ? row.secret_enc : null,
+          prev_secret_ends: now + oldSecretValidForMs,
+          updated_at: now,
+        }
+        await trx.updateTable('api_keys').set(changes).where('id', '=', keyId).execute()
+        return { ...row, ...changes }
+      }),
+    )
+    if (!rotated) return undefined
+    this.invalidate.key(keyId)
+    return { record: withoutSecret(rotated), secret, oldSecretEnds: rotated.prev_secret_ends }
   }
 
   /** The keys a key created, oldest first, with the groups each holds. */

@@ -150,5 +150,12 @@ export function coreMigrations(dialect: Dialect): Migrations {
           .execute()
       },
     },
+    '0006-key-lifecycle-rotation': {
+      async up(db) {
+        await db.schema.alterTable('api_keys').addColumn('prev_secret_enc', 'text').execute()
+        await db.schema.alterTable('api_keys').addColumn('prev_secret_ends', 'bigint').execute()
+        await db.schema.alterTable('api_log').addColumn('signed_with', 'varchar(8)').execute()
+      },
+    },
   }
 }

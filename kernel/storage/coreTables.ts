@@ -46,6 +46,9 @@ export interface CoreTables {
     created_by: number | null
     created_at: number
     updated_at: number
+    /** The secret before the last rotation, sealed like secret_enc, valid until prev_secret_ends (issue 16). */
+    prev_secret_enc: string | null
+    prev_secret_ends: number | null
   }
   api_key_groups: {
     key_id: number
@@ -74,6 +77,8 @@ export interface CoreTables {
     bandwidth: number
     /** After this time the detail columns are cleared (D8 retention). */
     detail_until: number
+    /** Which secret signed the call: 'current', 'previous' (during a rotation's overlap) or null. */
+    signed_with: string | null
   }
   /** Stored answers of writes sent with an Idempotency-Key (status 0: still running). */
   api_idempotency: {

@@ -20,6 +20,13 @@ const keysPlugin: Plugin = {
         { path: '/Api/Read/Groups', displayName: 'List the groups you may assign to keys' },
       ],
     },
+    {
+      // A group of its own, so no existing key gains the path on upgrade (bootstrap gives new groups to the root key only).
+      name: 'Key rotation',
+      paths: [
+        { path: '/Api/Rotate/Key', displayName: 'Rotate the secret of the keys you created, with an overlap' },
+      ],
+    },
   ],
   setup: (kernel) => keyRoutes(kernel),
 }

@@ -1,5 +1,6 @@
 import { defineRoute, type KernelServices, type Route } from '../../kernel/sdk.ts'
-import { createKeyBodySchema, editKeyBodySchema, readGroupsBodySchema, type CreateKeyBody, type EditKeyBody } from './schemas.ts'
+import { createKeyBodySchema, editKeyBodySchema, readGroupsBodySchema, rotateKeyBodySchema, type CreateKeyBody, type EditKeyBody, type RotateKeyBody } from './schemas.ts'
+import { rotateKey } from './rotateKey.ts'
 import { createKey } from './createKey.ts'
 import { editKey } from './editKey.ts'
 import { readGroups, readKeys } from './listings.ts'
@@ -25,6 +26,14 @@ export function keyRoutes(kernel: KernelServices): Route[] {
       body: editKeyBodySchema,
       xml: { root: 'Key' },
       handler: (call) => editKey(kernel, call),
+    }),
+    defineRoute<RotateKeyBody>({
+      method: 'POST',
+      path: '/Api/Rotate/Key',
+      dayCode: true,
+      body: rotateKeyBodySchema,
+      xml: { root: 'Key' },
+      handler: (call) => rotateKey(kernel, call),
     }),
     defineRoute({
       method: 'GET',
