@@ -99,7 +99,7 @@ t.test('bad rotations are 4xx and change nothing', (t) =>
     const noDayCode = await service.call('POST', '/Api/Rotate/Key', { body: { KeyId: created.json.Id, OldSecretValidFor: 10 } })
     t.equal(noDayCode.status, 401, 'the day code is required')
     t.equal((await service.call('GET', '/Api/Read/Acl', { key })).status, 200, 'the secret is unchanged')
-    // A key without the Key rotation group may not rotate.
+    // A key without the Key rotation and audit group may not rotate.
     const child = await service.call('POST', '/Api/Rotate/Key', { key, body: { KeyId: created.json.Id, OldSecretValidFor: 10 }, today: true })
     t.equal(child.status, 403)
   }),

@@ -157,5 +157,23 @@ export function coreMigrations(dialect: Dialect): Migrations {
         await db.schema.alterTable('api_log').addColumn('signed_with', 'varchar(8)').execute()
       },
     },
+    '0007-key-lifecycle-audit': {
+      async up(db) {
+        await table(db, 'api_audit')
+          .addColumn('id', autoId, (c) => c.primaryKey().autoIncrement())
+          .addColumn('at', 'bigint', (c) => c.notNull())
+          .addColumn('who_key_id', 'bigint')
+          .addColumn('parent', 'bigint', (c) => c.notNull())
+          .addColumn('custno', 'bigint', (c) => c.notNull())
+          .addColumn('action', 'varchar(40)', (c) => c.notNull())
+          .addColumn('key_id', 'bigint')
+          .addColumn('before', 'text')
+          .addColumn('after', 'text')
+          .addColumn('request_id', 'bigint')
+          .execute()
+        await db.schema.createIndex('api_audit_tenant').on('api_audit').columns(['parent', 'custno', 'id']).execute()
+        await db.schema.createIndex('api_audit_at').on('api_audit').column('at').execute()
+      },
+    },
   }
 }

@@ -50,6 +50,23 @@ export interface CoreTables {
     prev_secret_enc: string | null
     prev_secret_ends: number | null
   }
+  /** One administrative change (issue 16 item 4), written in the change's own transaction. */
+  api_audit: {
+    id: Generated<number>
+    at: number
+    /** The key that made the change; null: the operator on the server. */
+    who_key_id: number | null
+    /** The tenant whose object changed (the records a tenant's administrator may read). */
+    parent: number
+    custno: number
+    action: string
+    /** The changed key, when a key changed. */
+    key_id: number | null
+    /** JSON of the changed fields before and after; never a secret. */
+    before: string | null
+    after: string | null
+    request_id: number | null
+  }
   api_key_groups: {
     key_id: number
     group_id: number

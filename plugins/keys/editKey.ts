@@ -42,7 +42,7 @@ export async function editKey(kernel: KernelServices, call: Call<EditKeyBody>): 
         Object.assign(changes, { parent: tenant.parent, custno: tenant.custno })
       }
       return changes
-    }, groupIds)
+    }, groupIds, { requestId: call.requestId })
   } catch (error) {
     if (isUniqueViolation(error)) throw nameTaken(columns.display_name ?? body.Display_Name ?? '')
     throw error

@@ -21,10 +21,11 @@ const keysPlugin: Plugin = {
       ],
     },
     {
-      // A group of its own, so no existing key gains the path on upgrade (bootstrap gives new groups to the root key only).
-      name: 'Key rotation',
+      // A group of its own, so no existing key gains these paths on upgrade (bootstrap gives new groups to the root key only).
+      name: 'Key rotation and audit',
       paths: [
         { path: '/Api/Rotate/Key', displayName: 'Rotate the secret of the keys you created, with an overlap' },
+        { path: '/Api/Read/Audit', displayName: "Read your tenant's audit trail (keys that may create keys)" },
       ],
     },
   ],

@@ -16,7 +16,7 @@ export interface RotatedKeyAnswer extends KeyAnswer {
 export async function rotateKey(kernel: KernelServices, call: Call<RotateKeyBody>): Promise<RotatedKeyAnswer> {
   const { body, caller } = call
   const keyId = await namedKeyId(kernel, body)
-  const rotated = await kernel.keys.rotate(keyId, caller.id, body.OldSecretValidFor * 1000)
+  const rotated = await kernel.keys.rotate(keyId, caller.id, body.OldSecretValidFor * 1000, { requestId: call.requestId })
   if (!rotated) throw keyNotFound()
   const { record, secret, oldSecretEnds } = rotated
   return { ...keyAnswer(keyId, record.api_key, secret, record.display_name, record.max_hits ?? null), OldSecretEnds: httpDate(oldSecretEnds) }

@@ -129,3 +129,22 @@ export interface RotateKeyBody {
   ApiKey?: string
   OldSecretValidFor: number
 }
+
+/** POST /Api/Read/Audit: optional filters; dates as everywhere (HTTP-date, RFC 3339, YYYY-MM-DD). */
+export const readAuditBodySchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    KeyId: id,
+    from: { type: 'string', minLength: 1, maxLength: 64 },
+    to: { type: 'string', minLength: 1, maxLength: 64 },
+    page: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+  },
+} as const
+
+export interface ReadAuditBody {
+  KeyId?: number
+  from?: string
+  to?: string
+  page?: number
+}
