@@ -114,3 +114,50 @@ t.test('records past the retention are purged', (t) =>
     t.equal(left.length, 0)
   }),
 )
+
+// SQLite only: each command is a process start (seconds); the kernel code is shared with the API.
+t.test('operator changes through the CLI leave one record each, by operator', async (t) => {
+  const { execFile } = await import('node:child_process')
+  const service = await startService(t, { kind: 'sqlite' })
+  const admin = (...words: string[]) => new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    const env = { ...process.env, DATA_DIR: service.config.dataDir, DATABASE_URL: '', PLUGINS: '' }
+    execFile(process.execPath, ['--import', 'tsx', 'scripts/admin.ts', ...words], { env, encoding: 'utf8' }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr })
+    })
+  })
+  const records = () => service.kernel.database.db.selectFrom('api_audit').selectAll().orderBy('id').execute()
+  const target = await insertKey(service, { display_name: 'Operated', parent: 5, custno: 0 }, [])
+  const steps: [string[], string, number, number][] = [
+    [['tenant', 'set', '--parent', '5', '--custno', '0', '--max-keys', '3'], 'tenant.set', 5, 0],
+    [['player', 'add', '--parent', '5', '--custno', '0', '--name', 'Lobby', '--json'], 'player.add', 5, 0],
+    [['key', 'disable', String(target.id)], 'key.disable', 5, 0],
+    [['key', 'enable', String(target.id)], 'key.enable', 5, 0],
+    [['group', 'add', '--name', 'Audited group'], 'group.add', 0, 0],
+    [['acl', 'add', '--path', '/Audited/*', '--name', 'Audited'], 'acl.add', 0, 0],
+  ]
+  for (const [words, action, parent, custno] of steps) {
+    const before = (await records()).length
+    const run = await admin(...words)
+    t.equal(run.code, 0, `${words.join(' ')}: ${run.stderr}`)
+    const after = await records()
+    t.equal(after.length, before + 1, `${action}: exactly one record`)
+    t.match(after.at(-1), { action, who_key_id: null, parent, custno })
+  }
+  const all = await records()
+  t.same(JSON.parse(all[2].before!), { end_date: null })
+  t.type(JSON.parse(all[2].after!).end_date, 'number')
+  t.match(JSON.parse(all[0].after!), { MaxKeys: 3 })
+  const player = JSON.parse((all[1].after!)) as { id: number }
+  const removed = await admin('player', 'remove', '--id', String(player.id))
+  t.equal(removed.code, 0, removed.stderr)
+  t.match((await records()).at(-1), { action: 'player.remove', parent: 5 })
+  const aclId = JSON.parse(all[5].after!).id as number
+  t.equal((await admin('acl', 'remove', String(aclId))).code, 0)
+  t.match((await records()).at(-1), { action: 'acl.remove' })
+  // A refused command writes nothing.
+  const count = (await records()).length
+  t.not((await admin('tenant', 'set', '--parent', '5', '--custno', '0', '--timezone', 'Mars/Olympus_Mons')).code, 0)
+  t.not((await admin('key', 'disable', '999999')).code, 0)
+  t.equal((await records()).length, count, 'no record for a refused command')
+  t.notOk(JSON.stringify(await records()).includes('secret'), 'no secret anywhere')
+})
