@@ -8,6 +8,7 @@ import { forEachDatabase, startService } from './helpers/service.ts'
 import { groupNamed, keyTestGroups } from './helpers/keys.ts'
 import type { SigningKey } from '../kernel/auth/signature.ts'
 import { httpDate } from '../kernel/auth/apiDate.ts'
+import { rotateMasterKey } from '../scripts/admin/masterKey.ts'
 
 const signatureRefused = 'Error: Signature (x-apihmac) does not match.'
 
@@ -102,5 +103,23 @@ t.test('bad rotations are 4xx and change nothing', (t) =>
     // A key without the Key rotation and audit group may not rotate.
     const child = await service.call('POST', '/Api/Rotate/Key', { key, body: { KeyId: created.json.Id, OldSecretValidFor: 10 }, today: true })
     t.equal(child.status, 403)
+  }),
+)
+
+t.test('a master-key rotation re-seals the previous secret too', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const first = await startService(t, { kind })
+    const groups = await keyTestGroups(first)
+    const created = await first.call('POST', '/Api/Create/Key', { body: { Display_Name: 'Overlapping', GroupId: groups.aclReader, Require_Https: 0 }, today: true })
+    const rotated = await first.call('POST', '/Api/Rotate/Key', { body: { KeyId: created.json.Id, OldSecretValidFor: 3600 }, today: true })
+    t.equal(rotated.status, 200, rotated.text)
+    const result = await rotateMasterKey(first.kernel, { announce: () => {} })
+    t.equal(result.Secrets, 2, 'both keys re-sealed')
+    await first.stop()
+    const service = await first.restart()
+    const old: SigningKey = { apiKey: created.json.Api_Key, secret: created.json.Api_Secret }
+    const current: SigningKey = { apiKey: created.json.Api_Key, secret: rotated.json.Api_Secret }
+    t.equal((await service.call('GET', '/Api/Read/Acl', { key: current })).status, 200, 'the current secret opens under the new master key')
+    t.equal((await service.call('GET', '/Api/Read/Acl', { key: old })).status, 200, 'so does the previous one')
   }),
 )
