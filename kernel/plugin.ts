@@ -150,6 +150,8 @@ export interface LogRecord {
   Response_Format: string | null
   Seconds: number
   Bandwidth: number
+  /** Which secret signed the call: 'current', 'previous' (a rotation's overlap), null without a key (issue 16). */
+  Secret: string | null
 }
 
 export interface WindowStatus {

@@ -11,9 +11,9 @@ import { CallLog } from '../kernel/callLog/callLog.ts'
 const declaredFields = [
   'RequestTime', 'Http_Host', 'Server_Name', 'Server_Addr', 'Server_Port', 'Remote_Addr', 'Request_Scheme',
   'Request_Method', 'Api_Acl', 'Api_Function', 'Request_Url', 'Http_User_Agent', 'Raw_Request', 'Response_Code',
-  'Rsponse', 'Bandwidth', 'Response_Format', 'Seconds',
+  'Rsponse', 'Bandwidth', 'Response_Format', 'Seconds', 'Secret',
 ]
-const levelZeroFields = ['RequestTime', 'Remote_Addr', 'Request_Method', 'Api_Acl', 'Api_Function', 'Response_Code', 'Response_Format', 'Seconds', 'Bandwidth']
+const levelZeroFields = ['RequestTime', 'Remote_Addr', 'Request_Method', 'Api_Acl', 'Api_Function', 'Response_Code', 'Response_Format', 'Seconds', 'Bandwidth', 'Secret']
 const levelOneFields = [...levelZeroFields, 'Http_Host', 'Server_Name', 'Server_Addr', 'Server_Port', 'Request_Scheme']
 const levelTwoFields = [...levelOneFields, 'Request_Url', 'Http_User_Agent', 'Raw_Request', 'Rsponse']
 

@@ -38,6 +38,11 @@ const samples: Record<string, Sample> = {
     const created = await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: `Edited ${format}`, GroupId: groups[0].Id, Require_Https: 0 } })
     return { today: true, body: { KeyId: created.json.Id, LogLevel: 1 } }
   },
+  'post /api/rotate/key': async (service, format) => {
+    const groups = (await service.call('GET', '/Api/Read/Groups')).json as { Id: number }[]
+    const created = await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: `Rotated ${format}`, GroupId: groups[0].Id, Require_Https: 0 } })
+    return { today: true, body: { KeyId: created.json.Id, OldSecretValidFor: 60 } }
+  },
   'post /api/read/log': async (service) => {
     const earlier = await service.call('GET', '/Api/Read/Acl')
     return { body: { LogRequestId: earlier.headers.get('x-requestid') } }

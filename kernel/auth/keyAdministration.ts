@@ -2,14 +2,21 @@ import type { Kysely, Selectable, Updateable } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
 import { retryOnDeadlock, type Dialect } from '../storage/database.ts'
 import type { SecretBox } from './secrets.ts'
-import { issueKey, type IssuedKey, type KeyFields } from './keyIssuer.ts'
+import { issueKey, newKeyCredentials, type IssuedKey, type KeyFields } from './keyIssuer.ts'
 import type { TenantServices } from '../tenants/tenants.ts'
+import { changedFields, readAudit, recordChange, type AuditQuery, type AuditRecord } from '../audit/auditTrail.ts'
+
+/** What the audit trail needs of the caller (issue 16 item 4). */
+export interface ChangeOptions {
+  /** The request that made the change (its log record); absent outside a call. */
+  requestId?: number
+}
 
 /** A stored key as plugins see it: every column but the sealed secret. */
-export type KeyRecord = Omit<Selectable<CoreTables['api_keys']>, 'secret_enc'>
+export type KeyRecord = Omit<Selectable<CoreTables['api_keys']>, 'secret_enc' | 'prev_secret_enc'>
 
 /** The columns an edit may change (the Api_Key, its secret and the creator stay). */
-export type KeyChanges = Omit<Updateable<CoreTables['api_keys']>, 'id' | 'api_key' | 'secret_enc' | 'created_by' | 'created_at' | 'updated_at'>
+export type KeyChanges = Omit<Updateable<CoreTables['api_keys']>, 'id' | 'api_key' | 'secret_enc' | 'created_by' | 'created_at' | 'updated_at' | 'prev_secret_enc' | 'prev_secret_ends'>
 
 /** A group and the ACL paths it grants (D9's group record). */
 export interface GroupRecord {
@@ -28,7 +35,7 @@ function startsToCount(before: { end_date: number | null; parent: number; custno
 }
 
 function withoutSecret(row: Selectable<CoreTables['api_keys']>): KeyRecord {
-  const { secret_enc: _sealed, ...record } = row
+  const { secret_enc: _sealed, prev_secret_enc: _previous, ...record } = row
   return record
 }
 
@@ -52,11 +59,18 @@ export class KeyAdministration {
    * A new key and its groups, in one transaction. A taken Display_Name surfaces as the
    * database's unique violation (`isUniqueViolation`), with nothing written.
    */
-  create(fields: KeyFields, groupIds: readonly number[]): Promise<IssuedKey> {
+  create(fields: KeyFields, groupIds: readonly number[], options: ChangeOptions = {}): Promise<IssuedKey> {
     const tenants = this.tenants
-    // A key past its tenant's MaxKeys is refused with 403, nothing written.
-    const steps = tenants ? { before: (trx: Kysely<CoreTables>) => tenants.ensureRoom(trx, 'Keys', [{ parent: Number(fields.parent), custno: Number(fields.custno), count: 1 }]) } : {}
-    return retryOnDeadlock(() => issueKey(this.db, this.secrets, this.clock(), fields, groupIds, steps))
+    const now = this.clock()
+    const steps = {
+      // A key past its tenant's MaxKeys is refused with 403, nothing written.
+      before: tenants ? (trx: Kysely<CoreTables>) => tenants.ensureRoom(trx, 'Keys', [{ parent: Number(fields.parent), custno: Number(fields.custno), count: 1 }]) : undefined,
+      after: (trx: Kysely<CoreTables>, keyId: number) => recordChange(trx, now, {
+        who: fields.created_by ?? null, parent: Number(fields.parent), custno: Number(fields.custno), action: 'key.create', keyId,
+        after: { ...fields, groups: [...groupIds] }, requestId: options.requestId,
+      }),
+    }
+    return retryOnDeadlock(() => issueKey(this.db, this.secrets, now, fields, groupIds, steps))
   }
 
   /** One key as stored, never its secret (a caller reading its own key: /account/read/user). */
@@ -83,6 +97,7 @@ export class KeyAdministration {
     editorKeyId: number,
     change: (current: KeyRecord) => KeyChanges,
     groupIds?: readonly number[],
+    options: ChangeOptions = {},
   ): Promise<{ record: KeyRecord; secret: string } | undefined> {
     const edited = await retryOnDeadlock(() =>
       this.db.transaction().execute(async (trx) => {
@@ -102,16 +117,66 @@ export class KeyAdministration {
           await this.tenants.ensureRoom(trx, 'Keys', [{ parent: Number(next.parent), custno: Number(next.custno), count: 1 }])
         }
         await trx.updateTable('api_keys').set(changes).where('id', '=', keyId).execute()
+        const fields = changedFields(row, changes)
         if (groupIds !== undefined) {
+          const held = await trx.selectFrom('api_key_groups').select('group_id').where('key_id', '=', keyId).orderBy('group_id').execute()
           await trx.deleteFrom('api_key_groups').where('key_id', '=', keyId).execute()
           await trx.insertInto('api_key_groups').values(groupIds.map((groupId) => ({ key_id: keyId, group_id: groupId }))).execute()
+          const before = held.map((group) => Number(group.group_id))
+          const after = [...groupIds].sort((a, b) => a - b)
+          if (JSON.stringify(before) !== JSON.stringify(after)) Object.assign(fields, { before: { ...fields.before, groups: before }, after: { ...fields.after, groups: after } })
         }
+        // The record names the key's tenant before the edit (a move shows in before/after).
+        await recordChange(trx, changes.updated_at, {
+          who: editorKeyId, parent: Number(row.parent), custno: Number(row.custno), action: 'key.edit', keyId,
+          before: fields.before, after: fields.after, requestId: options.requestId,
+        })
         return { ...row, ...changes } as Selectable<CoreTables['api_keys']>
       }),
     )
     if (!edited) return undefined
     this.invalidate.key(keyId)
     return { record: withoutSecret(edited), secret: this.secrets.open(edited.secret_enc, edited.api_key) }
+  }
+
+  /**
+   * A new secret for a key that `editorKeyId` created (the same authority as edit), the
+   * current one kept as the previous secret until `oldSecretValidForMs` from now (0: it
+   * stops now). Rotating again replaces any earlier previous secret, which ends at once.
+   * Undefined when there is no such key for this editor. Caches are dropped before this returns.
+   */
+  async rotate(keyId: number, editorKeyId: number, oldSecretValidForMs: number, options: ChangeOptions = {}): Promise<{ record: KeyRecord; secret: string; oldSecretEnds: number } | undefined> {
+    const secret = newKeyCredentials().secret
+    const rotated = await retryOnDeadlock(() =>
+      this.db.transaction().execute(async (trx) => {
+        const row = await trx
+          .selectFrom('api_keys')
+          .selectAll()
+          .where('id', '=', keyId)
+          .where('created_by', '=', editorKeyId)
+          .where('id', '<>', editorKeyId)
+          .$if(this.dialect === 'mysql', (query) => query.forUpdate())
+          .executeTakeFirst()
+        if (!row) return undefined
+        const now = this.clock()
+        const changes = {
+          secret_enc: this.secrets.seal(secret, row.api_key),
+          prev_secret_enc: oldSecretValidForMs > 0 ? row.secret_enc : null,
+          prev_secret_ends: now + oldSecretValidForMs,
+          updated_at: now,
+        }
+        await trx.updateTable('api_keys').set(changes).where('id', '=', keyId).execute()
+        await recordChange(trx, now, {
+          who: editorKeyId, parent: Number(row.parent), custno: Number(row.custno), action: 'key.rotate', keyId,
+          before: { prev_secret_ends: row.prev_secret_ends === null ? null : Number(row.prev_secret_ends) },
+          after: { prev_secret_ends: changes.prev_secret_ends }, requestId: options.requestId,
+        })
+        return { ...row, ...changes }
+      }),
+    )
+    if (!rotated) return undefined
+    this.invalidate.key(keyId)
+    return { record: withoutSecret(rotated), secret, oldSecretEnds: rotated.prev_secret_ends }
   }
 
   /** The keys a key created, oldest first, with the groups each holds. */
@@ -164,6 +229,11 @@ export class KeyAdministration {
       if (row.path !== null) group.Paths.push(row.path)
     }
     return [...byId.values()]
+  }
+
+  /** A tenant's audit records, newest first (issue 16 item 4); the caller has checked who may read them. */
+  audit(query: AuditQuery): Promise<{ Total: number; Page: number; Records: AuditRecord[] }> {
+    return readAudit(this.db, query)
   }
 
   /** A key was changed outside this service (the operator CLI, a test): forget it everywhere now. */

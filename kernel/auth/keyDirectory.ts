@@ -29,8 +29,13 @@ export interface AuthRecord {
    * The last signature this key proved, with exactly what it covered. A client may
    * reuse a signature within its second; the same input needs no second HMAC.
    */
-  lastVerified: { toSign: string; signature: string; method: number } | null
+  lastVerified: { toSign: string; signature: string; method: number; signedWith: SignedWith } | null
+  /** The secret before the last rotation and when it stops being accepted (issue 16); null: none. */
+  previous: { secret: string; ends: number } | null
 }
+
+/** Which of a key's secrets signed a call (the call log's `Secret`). */
+export type SignedWith = 'current' | 'previous'
 
 interface AclRow { id: number; path: string; display_name: string; is_public: number; require_https: number; require_hash: number }
 
@@ -117,7 +122,10 @@ export class KeyDirectory {
       acl: profile.acl,
       anonymous: false,
     }
-    const record: AuthRecord = { caller, secret: this.secrets.open(row.secret_enc, row.api_key), profile, lastVerified: null }
+    const previous = row.prev_secret_enc !== null && row.prev_secret_ends !== null && Number(row.prev_secret_ends) > this.clock()
+      ? { secret: this.secrets.open(row.prev_secret_enc, row.api_key), ends: Number(row.prev_secret_ends) }
+      : null
+    const record: AuthRecord = { caller, secret: this.secrets.open(row.secret_enc, row.api_key), profile, lastVerified: null, previous }
     this.records.set(apiKey, record, { ttl: this.ttlSeconds * 1000 })
     this.apiKeyById.set(keyId, apiKey)
     return record

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Kysely, Insertable } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
 import type { SecretBox } from './secrets.ts'
+import { newCheckedApiKey } from './keyChecksum.ts'
 
 /** Prefix that makes our keys recognisable (secret scanners, logs) - D9. */
 export const apiKeyPrefix = 'kg_'
@@ -11,10 +12,10 @@ export interface NewKeyCredentials {
   secret: string
 }
 
-/** 128 random bits of key and 256 of secret, from crypto.randomBytes (D9). */
+/** 128 random bits of key (with its checksum, keyChecksum.ts) and 256 of secret, from crypto.randomBytes (D9). */
 export function newKeyCredentials(): NewKeyCredentials {
   return {
-    apiKey: apiKeyPrefix + randomBytes(16).toString('base64url'),
+    apiKey: newCheckedApiKey(apiKeyPrefix),
     secret: randomBytes(32).toString('base64url'),
   }
 }

@@ -52,6 +52,8 @@ export interface Config {
   nodes: { heartbeatMs: number; expireMs: number }
   /** Prometheus listener (kernel/observe/metrics.ts); port 0 = off. */
   metrics?: { port: number; host: string }
+  /** The audit trail (issue 16): days a record is kept; absent = one year. */
+  audit?: { retentionDays: number }
 }
 
 const positiveInt = { type: 'integer', minimum: 1 }
@@ -132,6 +134,12 @@ const schema = {
       additionalProperties: false,
       required: ['heartbeatMs', 'expireMs'],
       properties: { heartbeatMs: { type: 'integer', minimum: 50 }, expireMs: { type: 'integer', minimum: 100 } },
+    },
+    audit: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['retentionDays'],
+      properties: { retentionDays: positiveInt },
     },
     metrics: {
       type: 'object',

@@ -11,6 +11,7 @@ import { mergedHistory } from './pluginHistory.ts'
 import { routeCatalog } from '../http/routeCatalog.ts'
 import { RouteTable } from '../http/router.ts'
 import { KeyDirectory } from '../auth/keyDirectory.ts'
+import { AuditRetention, defaultAuditRetentionDays } from '../audit/auditRetention.ts'
 import { RateLimits, inMemoryLimiters } from '../limits/rateLimits.ts'
 import { RequestIds } from '../callLog/requestId.ts'
 import { ResponseCache } from '../http/responseCache.ts'
@@ -95,6 +96,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   requestIds.resumeAfter(await callLog.lastId())
   followNodeId(nodes, requestIds, () => callLog.lastId(), report)
   callLog.startPurging()
+  const auditRetention = new AuditRetention(db, clock, config.audit?.retentionDays ?? defaultAuditRetentionDays)
+  auditRetention.start(60 * 60_000, report)
   callLog.flushObserver = (seconds) => metrics.observeFlush(seconds)
 
   const invalidateEverywhere = invalidation(keys, cache, options.cluster)
@@ -160,6 +163,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       closing ??= (async () => {
         await server.close()
         idempotency.stop()
+        auditRetention.stop()
         await callLog.close()
         await metrics.close()
         for (const plugin of plugins) await plugin.close?.()

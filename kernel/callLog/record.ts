@@ -45,5 +45,6 @@ export function toLogRecord(row: Selectable<CoreTables['api_log']>): LogRecord &
     Response_Format: row.response_format ?? null,
     Seconds: Number(row.seconds),
     Bandwidth: Number(row.bandwidth),
+    Secret: row.signed_with ?? null,
   }
 }

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import type { ValidateFunction } from 'ajv'
 import type { AclEntry, Call, CallerKey, ResponseFormat, Route } from '../plugin.ts'
 import type { Credentials } from '../auth/credentials.ts'
-import type { AuthRecord } from '../auth/keyDirectory.ts'
+import type { SignedWith, AuthRecord } from '../auth/keyDirectory.ts'
 import type { RateDecision } from '../limits/rateLimits.ts'
 
 /** A plugin route as mounted: its validators compiled once at start. */
@@ -34,6 +34,8 @@ export class Exchange implements Call<unknown, Record<string, unknown>> {
   rawBody: Buffer | undefined = undefined
   credentials: Credentials | null = null
   record: AuthRecord | null = null
+  /** Which of the key's secrets signed this call (set by the verify stage). */
+  signedWith: SignedWith | null = null
   caller!: CallerKey
   acl: AclEntry | null = null
   requestId = 0

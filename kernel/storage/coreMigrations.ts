@@ -150,5 +150,30 @@ export function coreMigrations(dialect: Dialect): Migrations {
           .execute()
       },
     },
+    '0006-key-rotation': {
+      async up(db) {
+        await db.schema.alterTable('api_keys').addColumn('prev_secret_enc', 'text').execute()
+        await db.schema.alterTable('api_keys').addColumn('prev_secret_ends', 'bigint').execute()
+        await db.schema.alterTable('api_log').addColumn('signed_with', 'varchar(8)').execute()
+      },
+    },
+    '0007-audit': {
+      async up(db) {
+        await table(db, 'api_audit')
+          .addColumn('id', autoId, (c) => c.primaryKey().autoIncrement())
+          .addColumn('at', 'bigint', (c) => c.notNull())
+          .addColumn('who_key_id', 'bigint')
+          .addColumn('parent', 'bigint', (c) => c.notNull())
+          .addColumn('custno', 'bigint', (c) => c.notNull())
+          .addColumn('action', 'varchar(40)', (c) => c.notNull())
+          .addColumn('key_id', 'bigint')
+          .addColumn('before', 'text')
+          .addColumn('after', 'text')
+          .addColumn('request_id', 'bigint')
+          .execute()
+        await db.schema.createIndex('api_audit_tenant').on('api_audit').columns(['parent', 'custno', 'id']).execute()
+        await db.schema.createIndex('api_audit_at').on('api_audit').column('at').execute()
+      },
+    },
   }
 }

@@ -46,6 +46,26 @@ export interface CoreTables {
     created_by: number | null
     created_at: number
     updated_at: number
+    /** The secret before the last rotation, sealed like secret_enc, valid until prev_secret_ends (issue 16). */
+    prev_secret_enc: string | null
+    prev_secret_ends: number | null
+  }
+  /** One administrative change (issue 16 item 4), written in the change's own transaction. */
+  api_audit: {
+    id: Generated<number>
+    at: number
+    /** The key that made the change; null: the operator on the server. */
+    who_key_id: number | null
+    /** The tenant whose object changed (the records a tenant's administrator may read). */
+    parent: number
+    custno: number
+    action: string
+    /** The changed key, when a key changed. */
+    key_id: number | null
+    /** JSON of the changed fields before and after; never a secret. */
+    before: string | null
+    after: string | null
+    request_id: number | null
   }
   api_key_groups: {
     key_id: number
@@ -74,6 +94,8 @@ export interface CoreTables {
     bandwidth: number
     /** After this time the detail columns are cleared (D8 retention). */
     detail_until: number
+    /** Which secret signed the call: 'current', 'previous' (during a rotation's overlap) or null. */
+    signed_with: string | null
   }
   /** Stored answers of writes sent with an Idempotency-Key (status 0: still running). */
   api_idempotency: {

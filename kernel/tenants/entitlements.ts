@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
 import type { Dialect } from '../storage/database.ts'
+import { recordChange } from '../audit/auditTrail.ts'
 
 /**
  * The operator's per-tenant settings (D14): the maxima of keys, people and players and
@@ -60,6 +61,8 @@ export async function changeEntitlement(db: Kysely<CoreTables>, scope: TenantSco
     const exists = Number(updated.numUpdatedRows) > 0 || (await trx.selectFrom('tenant_entitlements').select('parent')
       .where('parent', '=', scope.parent).where('custno', '=', scope.custno).executeTakeFirst()) !== undefined
     if (!exists) await trx.insertInto('tenant_entitlements').values({ parent: scope.parent, custno: scope.custno, ...columns }).execute()
+    // The operator's change and its audit record commit together (issue 16).
+    await recordChange(trx, now, { who: null, parent: scope.parent, custno: scope.custno, action: 'tenant.set', before: { ...current }, after: { ...next } })
     return next
   })
 }

@@ -6,6 +6,7 @@ import { issueKey, type IssuedKey } from '../auth/keyIssuer.ts'
 import type { SecretBox } from '../auth/secrets.ts'
 import { httpDate } from '../auth/apiDate.ts'
 import type { TenantScope } from './entitlements.ts'
+import { recordChange } from '../audit/auditTrail.ts'
 
 /**
  * Display players (D14): screens of a tenant that show the people directory (today's
@@ -100,6 +101,10 @@ export async function addPlayer(
           key_id: keyId, last_seen: null, created_at: now,
         }).executeTakeFirstOrThrow()
         playerId = Number(inserted.insertId)
+        await recordChange(trx, now, {
+          who: null, parent: player.parent, custno: player.custno, action: 'player.add', keyId,
+          after: { id: playerId, name: player.name, disp_group: player.dispGroup, location: player.location },
+        })
       },
     })
     return { ...key, playerId }
@@ -112,9 +117,10 @@ export async function addPlayer(
 /** Removes a player and its key (the key stops working at once on this process, within the key cache time elsewhere). */
 export async function removePlayer(db: Kysely<CoreTables>, playerId: number): Promise<{ keyId: number } | undefined> {
   return db.transaction().execute(async (trx) => {
-    const row = await trx.selectFrom('tenant_players').select('key_id').where('id', '=', playerId).executeTakeFirst()
+    const row = await trx.selectFrom('tenant_players').select(['key_id', 'parent', 'custno', 'name']).where('id', '=', playerId).executeTakeFirst()
     if (!row) return undefined
     const keyId = Number(row.key_id)
+    await recordChange(trx, Date.now(), { who: null, parent: Number(row.parent), custno: Number(row.custno), action: 'player.remove', keyId, before: { id: playerId, name: row.name } })
     await trx.deleteFrom('tenant_players').where('id', '=', playerId).execute()
     await trx.deleteFrom('api_key_groups').where('key_id', '=', keyId).execute()
     await trx.deleteFrom('api_keys').where('id', '=', keyId).execute()

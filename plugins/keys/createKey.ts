@@ -30,7 +30,7 @@ export async function createKey(kernel: KernelServices, call: Call<CreateKeyBody
       parent: tenant.parent,
       custno: tenant.custno,
       created_by: caller.id,
-    }, groupIds)
+    }, groupIds, { requestId: call.requestId })
     return keyAnswer(issued.id, issued.apiKey, issued.secret, displayName, columns.max_hits ?? null)
   } catch (error) {
     if (isUniqueViolation(error)) throw nameTaken(displayName)

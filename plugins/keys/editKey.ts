@@ -6,14 +6,14 @@ import { checkedGroupIds } from './groupRules.ts'
 import { keyAnswer, type KeyAnswer } from './keyAnswer.ts'
 
 // One text for "no such key" and "not yours" (interface 4.2, D6): no key's existence leaks.
-const keyNotFound = () => notFound('Key not found.')
+export const keyNotFound = () => notFound('Key not found.')
 
 /**
  * The key an edit names (interface 4.2): KeyId and/or ApiKey; both given must name
  * the same key. Comparing against ApiKey's owner leaks nothing: the answer depends
  * only on whether the caller already holds that Api_Key value.
  */
-async function namedKeyId(kernel: KernelServices, body: EditKeyBody): Promise<number> {
+export async function namedKeyId(kernel: KernelServices, body: Pick<EditKeyBody, 'KeyId' | 'ApiKey'>): Promise<number> {
   if (body.KeyId === undefined && body.ApiKey === undefined) throw badRequest('KeyId or ApiKey is required.')
   if (body.ApiKey === undefined) return body.KeyId!
   const byApiKey = await kernel.keys.idByApiKey(body.ApiKey)
@@ -42,7 +42,7 @@ export async function editKey(kernel: KernelServices, call: Call<EditKeyBody>): 
         Object.assign(changes, { parent: tenant.parent, custno: tenant.custno })
       }
       return changes
-    }, groupIds)
+    }, groupIds, { requestId: call.requestId })
   } catch (error) {
     if (isUniqueViolation(error)) throw nameTaken(columns.display_name ?? body.Display_Name ?? '')
     throw error

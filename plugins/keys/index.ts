@@ -20,6 +20,14 @@ const keysPlugin: Plugin = {
         { path: '/Api/Read/Groups', displayName: 'List the groups you may assign to keys' },
       ],
     },
+    {
+      // A group of its own, so no existing key gains these paths on upgrade (bootstrap gives new groups to the root key only).
+      name: 'Key rotation and audit',
+      paths: [
+        { path: '/Api/Rotate/Key', displayName: 'Rotate the secret of the keys you created, with an overlap' },
+        { path: '/Api/Read/Audit', displayName: "Read your tenant's audit trail (keys that may create keys)" },
+      ],
+    },
   ],
   setup: (kernel) => keyRoutes(kernel),
 }

@@ -1,5 +1,8 @@
 import { defineRoute, type KernelServices, type Route } from '../../kernel/sdk.ts'
-import { createKeyBodySchema, editKeyBodySchema, readGroupsBodySchema, type CreateKeyBody, type EditKeyBody } from './schemas.ts'
+import { createKeyBodySchema, editKeyBodySchema, readGroupsBodySchema, rotateKeyBodySchema, type CreateKeyBody, type EditKeyBody, type RotateKeyBody } from './schemas.ts'
+import { rotateKey } from './rotateKey.ts'
+import { readAuditTrail } from './readAudit.ts'
+import { readAuditBodySchema, type ReadAuditBody } from './schemas.ts'
 import { createKey } from './createKey.ts'
 import { editKey } from './editKey.ts'
 import { readGroups, readKeys } from './listings.ts'
@@ -25,6 +28,27 @@ export function keyRoutes(kernel: KernelServices): Route[] {
       body: editKeyBodySchema,
       xml: { root: 'Key' },
       handler: (call) => editKey(kernel, call),
+    }),
+    defineRoute<RotateKeyBody>({
+      method: 'POST',
+      path: '/Api/Rotate/Key',
+      dayCode: true,
+      body: rotateKeyBodySchema,
+      xml: { root: 'Key' },
+      handler: (call) => rotateKey(kernel, call),
+    }),
+    defineRoute<ReadAuditBody>({
+      method: 'POST',
+      path: '/Api/Read/Audit',
+      body: readAuditBodySchema,
+      xml: { root: 'Audit', item: 'Records' },
+      // CSV is one row per record; the totals go to headers as for other paged lists (D12).
+      csv: (result: Awaited<ReturnType<typeof readAuditTrail>>, call) => {
+        call.setHeader('X-Total-Count', String(result.Total))
+        call.setHeader('X-Page', String(result.Page))
+        return result.Records
+      },
+      handler: (call) => readAuditTrail(kernel, call),
     }),
     defineRoute({
       method: 'GET',

@@ -108,3 +108,43 @@ export interface EditKeyBody extends KeyFieldsInput {
   KeyId?: number
   ApiKey?: string
 }
+
+/** Longest overlap of a rotation (issue 16 item 1): 30 days. */
+export const longestOverlapSeconds = 30 * 86_400
+
+/** POST /Api/Rotate/Key: the key (KeyId and/or ApiKey, as edit) and how long its old secret still signs. */
+export const rotateKeyBodySchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['OldSecretValidFor'],
+  properties: {
+    KeyId: id,
+    ApiKey: { type: 'string', minLength: 1, maxLength: 64 },
+    OldSecretValidFor: { type: 'integer', minimum: 0, maximum: longestOverlapSeconds },
+  },
+} as const
+
+export interface RotateKeyBody {
+  KeyId?: number
+  ApiKey?: string
+  OldSecretValidFor: number
+}
+
+/** POST /Api/Read/Audit: optional filters; dates as everywhere (HTTP-date, RFC 3339, YYYY-MM-DD). */
+export const readAuditBodySchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    KeyId: id,
+    from: { type: 'string', minLength: 1, maxLength: 64 },
+    to: { type: 'string', minLength: 1, maxLength: 64 },
+    page: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+  },
+} as const
+
+export interface ReadAuditBody {
+  KeyId?: number
+  from?: string
+  to?: string
+  page?: number
+}

@@ -116,6 +116,7 @@ async function readLog(kernel: KernelServices, caller: CallerKey, body: LogReque
     Bandwidth: record.Bandwidth,
     Response_Format: record.Response_Format,
     Seconds: record.Seconds,
+    Secret: record.Secret,
   }
 }
 

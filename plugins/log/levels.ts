@@ -10,7 +10,7 @@ import { defineRoute, type DefaultGroup, type Route } from '../../kernel/sdk.ts'
  */
 export const levelsPath = '/Access/Level/List'
 
-const minimal = ['RequestTime', 'Remote_Addr', 'Request_Method', 'Api_Acl', 'Api_Function', 'Response_Code', 'Bandwidth', 'Response_Format', 'Seconds']
+const minimal = ['RequestTime', 'Remote_Addr', 'Request_Method', 'Api_Acl', 'Api_Function', 'Response_Code', 'Bandwidth', 'Response_Format', 'Seconds', 'Secret']
 const medium = [...minimal, 'Http_Host', 'Server_Name', 'Server_Addr', 'Server_Port', 'Request_Scheme']
 const high = [...medium, 'Request_Url', 'Http_User_Agent', 'Raw_Request', 'Rsponse']
 

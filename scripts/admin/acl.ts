@@ -1,4 +1,5 @@
 import { aclPathProblem } from '../../kernel/auth/aclPath.ts'
+import { recordChange } from '../../kernel/audit/auditTrail.ts'
 import { UsageError, integerOption, type AdminCommand, type AdminSession } from './command.ts'
 
 /** `acl add|list|remove`: ACL entries, optionally granted to groups. */
@@ -35,6 +36,11 @@ export const acl: AdminCommand = {
       }).executeTakeFirstOrThrow()
       const aclId = Number(inserted.insertId)
       if (groups.length) await trx.insertInto('api_group_acl').values(groups.map((groupId) => ({ group_id: groupId, acl_id: aclId }))).execute()
+      // ACL entries belong to the installation: audited under tenant 0/0, by the operator (issue 16).
+      await recordChange(trx, Date.now(), {
+        who: null, parent: 0, custno: 0, action: 'acl.add',
+        after: { id: aclId, path, display_name: name, is_public: options.public ? 1 : 0, require_https: options.https ? 1 : 0, require_hash: hash, groups },
+      })
       return { Id: aclId, Path: path, Groups: groups }
     })
     kernel.services.keys.accessChanged()
@@ -60,8 +66,13 @@ async function remove(session: AdminSession, words: string[]) {
   const removed = await kernel.database.db.transaction().execute(async (trx) => {
     const entry = await trx.selectFrom('api_acl').select(['id', 'path']).where('id', '=', id).executeTakeFirst()
     if (!entry) return undefined
+    const grants = await trx.selectFrom('api_group_acl').select('group_id').where('acl_id', '=', id).orderBy('group_id').execute()
     await trx.deleteFrom('api_group_acl').where('acl_id', '=', id).execute()
     await trx.deleteFrom('api_acl').where('id', '=', id).execute()
+    await recordChange(trx, Date.now(), {
+      who: null, parent: 0, custno: 0, action: 'acl.remove',
+      before: { id, path: entry.path, groups: grants.map((grant) => Number(grant.group_id)) },
+    })
     return { Id: id, Path: entry.path, Removed: 1 }
   })
   if (!removed) throw new UsageError(`no ACL entry ${id}`)

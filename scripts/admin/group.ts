@@ -1,4 +1,4 @@
-import { createGroup } from '../../kernel/boot/bootstrap.ts'
+import { recordChange } from '../../kernel/audit/auditTrail.ts'
 import { isUniqueViolation } from '../../kernel/storage/database.ts'
 import { UsageError, textOption, type AdminCommand } from './command.ts'
 
@@ -12,7 +12,13 @@ export const group: AdminCommand = {
     if (words[0] === 'add') {
       const name = textOption(options.name, 'name', 'group add')
       try {
-        const id = await createGroup(db, { name, paths: [] })
+        // The group and its audit record in one transaction (issue 16); groups belong to the installation (tenant 0/0).
+        const id = await db.transaction().execute(async (trx) => {
+          const inserted = await trx.insertInto('api_groups').values({ display_name: name }).executeTakeFirstOrThrow()
+          const groupId = Number(inserted.insertId)
+          await recordChange(trx, Date.now(), { who: null, parent: 0, custno: 0, action: 'group.add', after: { id: groupId, display_name: name } })
+          return groupId
+        })
         return { Id: id, Display_Name: name }
       } catch (error) {
         if (isUniqueViolation(error)) throw new UsageError(`a group named '${name}' exists already`)

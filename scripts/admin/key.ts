@@ -4,6 +4,7 @@ import { isUniqueViolation } from '../../kernel/storage/database.ts'
 import { httpDate } from '../../kernel/auth/apiDate.ts'
 import type { KeyRecord } from '../../kernel/auth/keyAdministration.ts'
 import { UsageError, integerOption, textOption, type AdminCommand } from './command.ts'
+import { recordChange } from '../../kernel/audit/auditTrail.ts'
 
 function keyRow(row: KeyRecord, now: number) {
   return {
@@ -38,7 +39,11 @@ export const key: AdminCommand = {
       const rootId = await readSetting(db, 'root_key_id')
       const groups = rootId === undefined ? [] : await db.selectFrom('api_key_groups').select('group_id').where('key_id', '=', Number(rootId)).execute()
       try {
-        const issued = await issueKey(db, kernel.secrets, now, { display_name: name, parent, custno, require_https: 0 }, groups.map((row) => Number(row.group_id)))
+        const groupIds = groups.map((row) => Number(row.group_id))
+        const fields = { display_name: name, parent, custno, require_https: 0 }
+        const issued = await issueKey(db, kernel.secrets, now, fields, groupIds, {
+          after: (trx, keyId) => recordChange(trx, now, { who: null, parent, custno, action: 'key.create', keyId, after: { ...fields, groups: groupIds } }),
+        })
         return { Id: issued.id, Api_Key: issued.apiKey, Api_Secret: issued.secret }
       } catch (error) {
         if (isUniqueViolation(error)) throw new UsageError(`Display Name '${name}' is already defined for parent ${parent}`)
@@ -59,8 +64,18 @@ export const key: AdminCommand = {
     if (words[0] === 'disable' || words[0] === 'enable') {
       const id = keyId(words, words[0])
       const endDate = words[0] === 'disable' ? now : null
-      const updated = await db.updateTable('api_keys').set({ end_date: endDate, updated_at: now }).where('id', '=', id).executeTakeFirst()
-      if (Number(updated.numUpdatedRows) === 0) throw new UsageError(`no key ${id}`)
+      // The change and its audit record in one transaction (issue 16).
+      const found = await db.transaction().execute(async (trx) => {
+        const before = await trx.selectFrom('api_keys').select(['parent', 'custno', 'end_date']).where('id', '=', id).executeTakeFirst()
+        if (!before) return false
+        await trx.updateTable('api_keys').set({ end_date: endDate, updated_at: now }).where('id', '=', id).execute()
+        await recordChange(trx, now, {
+          who: null, parent: Number(before.parent), custno: Number(before.custno), action: `key.${words[0]}`, keyId: id,
+          before: { end_date: before.end_date === null ? null : Number(before.end_date) }, after: { end_date: endDate },
+        })
+        return true
+      })
+      if (!found) throw new UsageError(`no key ${id}`)
       kernel.services.keys.changed(id)
       console.error(`admin: a running service sees this within cache.keyTtlSeconds (${kernel.config.cache.keyTtlSeconds} s)`)
       const row = await db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirstOrThrow()

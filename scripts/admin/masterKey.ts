@@ -70,14 +70,16 @@ export async function rotateMasterKey(kernel: Kernel, options: RotationOptions):
   let result: RotationResult
   try {
     result = await db.transaction().execute(async (trx) => {
-      let query = trx.selectFrom('api_keys').select(['id', 'api_key', 'secret_enc']).orderBy('id')
+      let query = trx.selectFrom('api_keys').select(['id', 'api_key', 'secret_enc', 'prev_secret_enc']).orderBy('id')
       // MariaDB: a concurrent edit of a key waits for this transaction; SQLite's write lock does the same.
       if (dialect === 'mysql') query = query.forUpdate()
       const rows = await query.execute()
       let secrets = 0
       for (const row of rows) {
         const resealed = sealer.seal(opener.open(row.secret_enc, row.api_key), row.api_key)
-        await trx.updateTable('api_keys').set({ secret_enc: resealed }).where('id', '=', row.id).execute()
+        // The secret before a rotation (issue 16) is sealed the same way and must open after the switch too.
+        const previous = row.prev_secret_enc === null ? null : sealer.seal(opener.open(row.prev_secret_enc, row.api_key), row.api_key)
+        await trx.updateTable('api_keys').set({ secret_enc: resealed, prev_secret_enc: previous }).where('id', '=', row.id).execute()
         secrets++
         if (secrets === options.failAfterSecrets) throw new Error(`simulated failure after ${secrets} secrets`)
       }

@@ -1,3 +1,4 @@
+import { recordChange } from '../../kernel/audit/auditTrail.ts'
 import { readSetting } from '../../kernel/boot/bootstrap.ts'
 import { newKeyCredentials } from '../../kernel/auth/keyIssuer.ts'
 import { UsageError, type AdminCommand } from './command.ts'
@@ -16,7 +17,13 @@ export const rootKey: AdminCommand = {
     const row = rootId === undefined ? undefined : await db.selectFrom('api_keys').select(['id', 'api_key']).where('id', '=', Number(rootId)).executeTakeFirst()
     if (!row) throw new Error('this database has no root admin key (root_key_id names none)')
     const { secret } = newKeyCredentials()
-    await db.updateTable('api_keys').set({ secret_enc: kernel.secrets.seal(secret, row.api_key), updated_at: Date.now() }).where('id', '=', Number(row.id)).execute()
+    // A reset also ends a rotation's previous secret (issue 16): no old secret survives it. Audited as an operator change.
+    const now = Date.now()
+    await db.transaction().execute(async (trx) => {
+      const before = await trx.selectFrom('api_keys').select(['parent', 'custno']).where('id', '=', Number(row.id)).executeTakeFirstOrThrow()
+      await trx.updateTable('api_keys').set({ secret_enc: kernel.secrets.seal(secret, row.api_key), prev_secret_enc: null, prev_secret_ends: null, updated_at: now }).where('id', '=', Number(row.id)).execute()
+      await recordChange(trx, now, { who: null, parent: Number(before.parent), custno: Number(before.custno), action: 'key.reset', keyId: Number(row.id) })
+    })
     kernel.services.keys.changed(Number(row.id))
     console.error(`admin: the old secret stops working; a running service sees this within cache.keyTtlSeconds (${kernel.config.cache.keyTtlSeconds} s)`)
     return { Id: Number(row.id), Api_Key: row.api_key, Api_Secret: secret }

@@ -3,6 +3,7 @@ import type { Exchange } from '../exchange.ts'
 import type { AuthRecord, KeyDirectory } from '../../auth/keyDirectory.ts'
 import type { CallerKey } from '../../plugin.ts'
 import { readCredentials } from '../../auth/credentials.ts'
+import { plausibleApiKey } from '../../auth/keyChecksum.ts'
 import { dateWithinWindow, parseApiDate } from '../../auth/apiDate.ts'
 import { unauthorized } from '../errors.ts'
 
@@ -53,6 +54,8 @@ export function authenticateStage(keys: KeyDirectory, clock: () => number): Stag
         exchange.caller = anonymousCaller
         return
       }
+      // A typo in a checksummed key costs no cache entry and no query (keyChecksum.ts).
+      if (!plausibleApiKey(credentials.apiKey)) throw unauthorized(unknownKey)
       // The common case stays synchronous: a cached key.
       const record = keys.cached(credentials.apiKey)
       if (record === undefined) return keys.load(credentials.apiKey).then((loaded) => identify(exchange, loaded))

@@ -97,6 +97,7 @@ function callLogger(callLog: CallLog, config: Config, isSecure: (request: Incomi
       seconds: Math.round(performance.now() - exchange.startedTick) / 1000,
       bandwidth: (exchange.rawBody?.length ?? 0) + body.length,
       detail_until: detailed ? callLog.detailUntil(exchange.startedAt, exchange.caller.logRaw) : 0,
+      signed_with: exchange.signedWith,
     }
     callLog.append(row)
   }

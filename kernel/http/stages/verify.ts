@@ -3,6 +3,7 @@ import type { Exchange } from '../exchange.ts'
 import type { RateLimits } from '../../limits/rateLimits.ts'
 import type { RequestIds } from '../../callLog/requestId.ts'
 import type { CallerKey } from '../../plugin.ts'
+import type { SignedWith } from '../../auth/keyDirectory.ts'
 import { sameSignature, stringToSign, verifySignature } from '../../auth/signature.ts'
 import { verifyDayCode } from '../../auth/dayCode.ts'
 import { ApiError, unauthorized } from '../errors.ts'
@@ -55,10 +56,22 @@ export function verifyStage(deps: VerifyDependencies): Stage {
       const method = caller.requireHash ?? acl?.requireHash ?? 0
       const toSign = stringToSign(exchange.request.method!, exchange.signedPath, credentials.apiDate!, exchange.rawBody)
       const last = record.lastVerified
+      const previous = record.previous
       // A client may reuse a signature within its second; the same input needs no second HMAC.
-      if (last === null || last.toSign !== toSign || last.method !== method || !sameSignature(last.signature, credentials.apiHmac!)) {
-        if (!verifySignature(record.secret, toSign, credentials.apiHmac!, method)) throw unauthorized('Signature (x-apihmac) does not match.')
-        record.lastVerified = { toSign, signature: credentials.apiHmac!, method }
+      if (last === null || last.toSign !== toSign || last.method !== method || !sameSignature(last.signature, credentials.apiHmac!) ||
+        (last.signedWith === 'previous' && (previous === null || clock() >= previous.ends))) {
+        let signedWith: SignedWith = 'current'
+        if (!verifySignature(record.secret, toSign, credentials.apiHmac!, method)) {
+          // During a rotation's overlap the secret before it still signs (issue 16 item 1).
+          if (previous === null || clock() >= previous.ends || !verifySignature(previous.secret, toSign, credentials.apiHmac!, method)) {
+            throw unauthorized('Signature (x-apihmac) does not match.')
+          }
+          signedWith = 'previous'
+        }
+        record.lastVerified = { toSign, signature: credentials.apiHmac!, method, signedWith }
+        exchange.signedWith = signedWith
+      } else {
+        exchange.signedWith = last.signedWith
       }
       if (exchange.mounted.route.dayCode || caller.dayPass === 1) {
         return checkDayCode(caller, credentials.apiToday).then(() => established(exchange))
