@@ -3,7 +3,8 @@
  * credits give exactly 50 answers of 200 whichever worker answers (the count is spent
  * in the database), and a tenant quota counts the calls of three keys on both workers
  * together (through the primary, like the key windows). On SQLite and on MariaDB.
- * With Redis and several hosts: see test/redis-*.test.ts (issue 15) for the shared limiter.
+ * Credits need no Redis (the database is the one count); the issue's "three processes
+ * with Redis" case belongs to the Redis work of issue 15.
  */
 import t, { type Test } from 'tap'
 import { spawn, execFileSync } from 'node:child_process'
