@@ -60,6 +60,18 @@ export interface CallerKey {
   acl: readonly AclEntry[]
   /** True only for a call without credentials to an Is_Public path: a tenant that owns nothing. */
   anonymous: boolean
+  /** The key has Credits (a count, not unlimited): each call spends from it in the database (issue 16). */
+  metered: boolean
+  /** The tenant-wide MaxHits that bound this key's calls: its own tenant's and its parent's (issue 16). */
+  tenantQuotas: readonly TenantQuota[]
+}
+
+/** One tenant's MaxHits windows, counted for all of its keys together. */
+export interface TenantQuota {
+  parent: number
+  /** 0: the whole parent, every customer of it together. */
+  custno: number
+  windows: readonly RateWindow[]
 }
 
 /** What a handler sees of one call. */
@@ -123,6 +135,8 @@ export interface Route<Body = any, Query = any> {
   /** The CSV header of a record, so an answer with no records still has its header row. */
   csvColumns?: readonly string[]
   handler(call: Call<Body, Query>): unknown | Promise<unknown>
+  /** Credits a call spends from a key that has Credits (issue 16); default 1, 0 = free. */
+  cost?: number
 }
 
 /** A default group a plugin brings: created at first start (and when the plugin is enabled later). */
@@ -160,6 +174,20 @@ export interface WindowStatus {
   resetAt: number
 }
 
+/** A tenant quota's windows now (GET /Api/Read/Limits). */
+export interface TenantWindowStatus {
+  parent: number
+  custno: number
+  windows: WindowStatus[]
+}
+
+/** A key's credits now (issue 16): calls left (null = unlimited), its Refill and the next refill time. */
+export interface CreditStatus {
+  credits: number | null
+  refill: { Amount: number; Every: '1Day' | '1Mon' } | null
+  refillAt: number | null
+}
+
 /**
  * A plugin's database handle: no table of the kernel's is on it (keys, groups, ACL and
  * the log are the kernel's, reached through its services); a plugin types its own
@@ -193,6 +221,12 @@ export interface KernelServices {
   }
   readonly rateLimits: {
     status(caller: CallerKey): Promise<WindowStatus[]>
+    /** The caller's tenant quotas (its own tenant's, then its parent's), without consuming. */
+    tenantStatus(caller: CallerKey): Promise<TenantWindowStatus[]>
+  }
+  /** A key's credits, read from the database (issue 16). */
+  readonly credits: {
+    status(keyId: number): Promise<CreditStatus>
   }
   /** The service's processes on this database (D16): those seen within `nodes.expireMs`, by node id. */
   readonly servers: {

@@ -34,6 +34,10 @@ export { httpDate, parseInputDate } from './auth/apiDate.ts'
 // MaxHits (D7): the one parser of the rate-limit grammar.
 export { MaxHitsError, formatMaxHits, parseMaxHits, type RateWindow } from './limits/maxHits.ts'
 
+// Credits (issue 16): a key's count as it stands now (a due refill included) and the refill schedule.
+export { creditState, nextRefillAt, type CreditState, type Refill, type RefillEvery } from './limits/credits.ts'
+export type { CreditStatus, TenantQuota, TenantWindowStatus } from './plugin.ts'
+
 // ACL paths: `*` as the last segment covers that level and every deeper one.
 export { compileAclPath, type AclMatcher } from './auth/aclPath.ts'
 

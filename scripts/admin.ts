@@ -24,7 +24,7 @@ import { playerCommand, playerUsage } from './admin/player.ts'
 
 const tenant: AdminCommand = {
   usage: tenantUsage,
-  options: { parent: { type: 'string' }, custno: { type: 'string' }, 'max-keys': { type: 'string' }, 'max-people': { type: 'string' }, 'max-players': { type: 'string' }, timezone: { type: 'string' } },
+  options: { parent: { type: 'string' }, custno: { type: 'string' }, 'max-keys': { type: 'string' }, 'max-people': { type: 'string' }, 'max-players': { type: 'string' }, timezone: { type: 'string' }, 'max-hits': { type: 'string' } },
   run: async (session, words, options) => tenantCommand(await session.kernel(), ['tenant', ...words], options),
 }
 

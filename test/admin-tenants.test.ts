@@ -29,7 +29,7 @@ t.test('admin tenant and admin player', async (t) => {
 
   const set = await admin(service, 'tenant', 'set', '--parent', '5', '--custno', '0', '--max-players', '1', '--max-keys', '3', '--timezone', 'Europe/Oslo', '--json')
   t.equal(set.code, 0, set.stderr)
-  t.same(JSON.parse(set.stdout), { Parent: 5, Custno: 0, MaxKeys: 3, MaxPeople: null, MaxPlayers: 1, TimeZone: 'Europe/Oslo', EffectiveTimeZone: 'Europe/Oslo', Keys: 0, People: 0, Players: 0 })
+  t.same(JSON.parse(set.stdout), { Parent: 5, Custno: 0, MaxKeys: 3, MaxPeople: null, MaxPlayers: 1, TimeZone: 'Europe/Oslo', MaxHits: null, EffectiveTimeZone: 'Europe/Oslo', Keys: 0, People: 0, Players: 0 })
   const badZone = await admin(service, 'tenant', 'set', '--parent', '5', '--custno', '0', '--timezone', 'Mars/Olympus_Mons')
   t.equal(badZone.code, 2)
   t.match(badZone.stderr, 'is not an IANA time zone')

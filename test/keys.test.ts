@@ -133,7 +133,7 @@ t.test('GET/POST /Api/Read/Groups and GET /Api/Read/Keys', (t) =>
       Parent: 1, Custno: 0, StartDate: 'Wed, 01 Jan 2020 00:00:00 GMT', EndDate: 'Fri, 01 Jan 2100 00:00:00 GMT', Active: 1,
       DayPass: 1, Require_Https: 0, AllowHours: 0.5, ResponseFormat: 'xml', LogLevel: 2, LogRaw: 3, MaxHits: '10/1Sec,1000/1Hour', Require_Hash: 5,
       Groups: [{ Id: groups.aclReader, Display_Name: 'Access list reader' }, { Id: groups.people, Display_Name: 'People readers' }].sort((a, b) => a.Id - b.Id),
-      Created: keys.json[0].Created,
+      Created: keys.json[0].Created, Credits: null, Refill: null,
     }])
     t.notOk(keys.text.includes(created.json.Api_Secret), 'the listing never shows a secret')
     t.match(keys.json[0].Created, /^\w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/)

@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache'
 import type { Kysely } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
-import type { AclEntry, CallerKey, ResponseFormat } from '../plugin.ts'
+import type { AclEntry, CallerKey, ResponseFormat, TenantQuota } from '../plugin.ts'
 import type { SecretBox } from './secrets.ts'
 import { compileAclPath } from './aclPath.ts'
 import { effectiveAclEntry } from './effectiveAcl.ts'
@@ -64,6 +64,8 @@ export class KeyDirectory {
   private readonly apiKeyById = new Map<number, string>()
   private readonly profiles: LRUCache<string, AccessProfile>
   private readonly windowsByMaxHits = new LRUCache<string, readonly RateWindow[]>({ max: 10_000 })
+  /** A tenant's quotas (its own and its parent's MaxHits), shared by its keys; expire with the same TTL. */
+  private readonly quotasByTenant: LRUCache<string, readonly TenantQuota[]>
   private publicAcl: AclEntry[] = []
   private publicLoadedAt = 0
 
@@ -81,6 +83,7 @@ export class KeyDirectory {
       },
     })
     this.profiles = new LRUCache({ max: 10_000, ttl: ttlSeconds * 1000 })
+    this.quotasByTenant = new LRUCache({ max: 10_000, ttl: ttlSeconds * 1000 })
   }
 
   /** The cached record if there is one: the hot path stays synchronous on a hit. */
@@ -100,6 +103,7 @@ export class KeyDirectory {
     const keyId = Number(row.id)
     const groups = await this.db.selectFrom('api_key_groups').select('group_id').where('key_id', '=', keyId).orderBy('group_id').execute()
     const profile = await this.profileFor(groups.map((group) => Number(group.group_id)))
+    const tenantQuotas = await this.quotasOf(Number(row.parent), Number(row.custno))
     const caller: CallerKey = {
       id: keyId,
       apiKey: row.api_key,
@@ -121,6 +125,9 @@ export class KeyDirectory {
       groupIds: profile.groupIds,
       acl: profile.acl,
       anonymous: false,
+      // Only whether the key pays: the count itself lives in the database (limits/credits.ts).
+      metered: row.credits !== null,
+      tenantQuotas,
     }
     const previous = row.prev_secret_enc !== null && row.prev_secret_ends !== null && Number(row.prev_secret_ends) > this.clock()
       ? { secret: this.secrets.open(row.prev_secret_enc, row.api_key), ends: Number(row.prev_secret_ends) }
@@ -164,6 +171,28 @@ export class KeyDirectory {
     return windows
   }
 
+  /**
+   * The tenant-wide MaxHits over a key of (parent, custno): its own tenant's, then, for a
+   * customer, its parent's (Custno 0: every customer together). Issue 16.
+   */
+  private async quotasOf(parent: number, custno: number): Promise<readonly TenantQuota[]> {
+    const name = `${parent}:${custno}`
+    let quotas = this.quotasByTenant.get(name)
+    if (quotas !== undefined) return quotas
+    const rows = await this.db.selectFrom('tenant_entitlements').select(['custno', 'max_hits'])
+      .where('parent', '=', parent).where('custno', 'in', [...new Set([custno, 0])])
+      .where('max_hits', 'is not', null).execute()
+    const found: TenantQuota[] = []
+    for (const tenant of [custno, 0]) {
+      const row = rows.find((candidate) => Number(candidate.custno) === tenant)
+      const windows = row ? this.windowsOf(row.max_hits) : noWindows
+      if (windows.length > 0 && !found.some((quota) => quota.custno === tenant)) found.push({ parent, custno: tenant, windows })
+    }
+    quotas = Object.freeze(found)
+    this.quotasByTenant.set(name, quotas)
+    return quotas
+  }
+
   /** Drops a key's record now (it was edited, disabled or its groups changed). */
   forget(keyId: number): void {
     const apiKey = this.apiKeyById.get(keyId)
@@ -175,6 +204,7 @@ export class KeyDirectory {
     this.records.clear()
     this.apiKeyById.clear()
     this.profiles.clear()
+    this.quotasByTenant.clear()
     this.publicLoadedAt = 0
   }
 

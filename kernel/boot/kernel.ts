@@ -13,6 +13,7 @@ import { RouteTable } from '../http/router.ts'
 import { KeyDirectory } from '../auth/keyDirectory.ts'
 import { AuditRetention, defaultAuditRetentionDays } from '../audit/auditRetention.ts'
 import { RateLimits, inMemoryLimiters } from '../limits/rateLimits.ts'
+import { CreditLedger } from '../limits/credits.ts'
 import { RequestIds } from '../callLog/requestId.ts'
 import { ResponseCache } from '../http/responseCache.ts'
 import { CallLog } from '../callLog/callLog.ts'
@@ -87,6 +88,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const keys = new KeyDirectory(db, secrets, clock, config.cache.maxEntries, config.cache.keyTtlSeconds)
   const limiterStore = options.cluster?.limiters ?? inMemoryLimiters(clock)
   const rateLimits = new RateLimits(limiterStore)
+  const credits = new CreditLedger(db, clock)
   const replayGuard = new ReplayGuard(limiterStore)
   const idempotency = new IdempotencyStore(db, clock, 2 * config.timeouts.requestMs)
   idempotency.startPurging(10 * 60_000, report)
@@ -121,7 +123,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       find: (requestId, keyId) => callLog.find(requestId, keyId),
       history: (keyId, query) => callLog.history(keyId, query),
     },
-    rateLimits: { status: (caller) => rateLimits.status(caller, clock()) },
+    rateLimits: { status: (caller) => rateLimits.status(caller, clock()), tenantStatus: (caller) => rateLimits.tenantStatus(caller, clock()) },
+    credits: { status: (keyId) => credits.status(keyId) },
     servers: { live: () => nodes.live() },
     routes: routeCatalog(plugins, () => routes.routes()),
     history: mergedHistory(plugins),
@@ -139,7 +142,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     ...(config.metrics && config.metrics.port !== 0 ? [metrics.stage()] : []),
     accessLogStage(logger, config.log.access ?? 'errors', clientAddress(new Set(config.trustProxy))),
   ]
-  const pipelineFor = buildPipelines({ config, keys, rateLimits, requestIds, callLog, cache, replayGuard, idempotency, daySecret, clock, report, observers })
+  const pipelineFor = buildPipelines({ config, keys, rateLimits, credits, requestIds, callLog, cache, replayGuard, idempotency, daySecret, clock, report, observers })
   const health = healthResponder({ ping: () => sql`select 1`.execute(db), logQueue: () => ({ queued: callLog.queued, max: config.log.queueMax }), closing: () => closing !== null })
   const server = createServer({ config, routes, clock, report, pipelineFor, outsideBasePath: health })
 

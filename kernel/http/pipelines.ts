@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import type { Config } from '../boot/config.ts'
 import type { KeyDirectory } from '../auth/keyDirectory.ts'
 import type { RateLimits } from '../limits/rateLimits.ts'
+import type { CreditLedger } from '../limits/credits.ts'
 import type { RequestIds } from '../callLog/requestId.ts'
 import type { CallLog } from '../callLog/callLog.ts'
 import type { ResponseCache } from './responseCache.ts'
@@ -15,6 +16,7 @@ import { authenticateStage } from './stages/authenticate.ts'
 import { verifyStage } from './stages/verify.ts'
 import { aclLookup, authorizeStage } from './stages/authorize.ts'
 import { rateLimitStage } from './stages/rateLimit.ts'
+import { creditsStage } from './stages/credits.ts'
 import { parseInputStage } from './stages/parseInput.ts'
 import { cacheStage } from './stages/cache.ts'
 import { handleStage } from './stages/handle.ts'
@@ -26,6 +28,8 @@ export interface PipelineParts {
   config: Config
   keys: KeyDirectory
   rateLimits: RateLimits
+  /** Issue 16: keys with Credits spend them per call. */
+  credits: CreditLedger
   requestIds: RequestIds
   callLog: CallLog
   cache: ResponseCache
@@ -43,7 +47,7 @@ export interface PipelineParts {
  * answer to "which one" is whether the request announces a body.
  */
 export function buildPipelines(parts: PipelineParts): (request: IncomingMessage) => Pipeline {
-  const { config, keys, rateLimits, requestIds, callLog, cache, replayGuard, idempotency, daySecret, clock, report } = parts
+  const { config, keys, rateLimits, credits, requestIds, callLog, cache, replayGuard, idempotency, daySecret, clock, report } = parts
   const observers = (parts.observers ?? []).map((observer) => watching(observer, report))
   const isSecure = secureTransport(new Set(config.trustProxy))
   const lookupAcl = aclLookup(keys)
@@ -55,6 +59,8 @@ export function buildPipelines(parts: PipelineParts): (request: IncomingMessage)
     body: readBodyStage(config.bodyLimit),
     verify: verifyStage({ lookupAcl, rateLimits, requestIds, daySecret, clock }),
     rateLimit: rateLimitStage(rateLimits),
+    // After the rate limit: a call the limit refuses spends no credit.
+    credits: creditsStage(credits, clock),
     input: parseInputStage(),
     // Writes only: a stored answer for a retry first, then a replayed signature is refused.
     writes: [idempotencyStage(idempotency, report), replayStage(replayGuard)],
@@ -66,13 +72,13 @@ export function buildPipelines(parts: PipelineParts): (request: IncomingMessage)
   // A call without a body is verified at once; the rate limit comes before the ACL
   // decision, so a key probing paths it may not call spends its MaxHits too.
   const withoutBody = pipeline([
-    ...observers, stage.log, stage.authenticate, stage.verify, stage.rateLimit, stage.acl, stage.input, ...stage.writes, ...stage.cache, stage.handler,
+    ...observers, stage.log, stage.authenticate, stage.verify, stage.rateLimit, stage.credits, stage.acl, stage.input, ...stage.writes, ...stage.cache, stage.handler,
   ])
   // A call with a body is refused before a byte of it is read when its key, date or ACL
   // already says no; the body is read (up to the route's limit) only for a caller the
   // ACL admits, and the signature over it is verified after.
   const withBody = pipeline([
-    ...observers, stage.log, stage.closeUnread, stage.authenticate, stage.acl, stage.body, stage.verify, stage.rateLimit, stage.input, ...stage.writes, ...stage.cache, stage.handler,
+    ...observers, stage.log, stage.closeUnread, stage.authenticate, stage.acl, stage.body, stage.verify, stage.rateLimit, stage.credits, stage.input, ...stage.writes, ...stage.cache, stage.handler,
   ])
   return (request) => (announcesBody(request) ? withBody : withoutBody)
 }

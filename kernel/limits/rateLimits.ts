@@ -1,6 +1,6 @@
 import { RateLimiterRes } from 'rate-limiter-flexible'
 import type { RateWindow } from './maxHits.ts'
-import type { CallerKey, WindowStatus } from '../plugin.ts'
+import type { CallerKey, TenantQuota, TenantWindowStatus, WindowStatus } from '../plugin.ts'
 
 /**
  * What the limiter store must do for one window: the calls rate-limiter-flexible's
@@ -106,6 +106,8 @@ export interface RateDecision {
   policy: string
   /** The quoted policy name that starts the `RateLimit` value, made once per window. */
   policyName: string
+  /** The tenant quota `window` belongs to; null for the key's own window. */
+  quota: TenantQuota | null
 }
 
 /** One window's limiter and the parts of its header that never change. */
@@ -125,6 +127,9 @@ export class RateLimits {
    * the hot path finds its counter without building a lookup string per call.
    */
   private readonly countersByWindow = new WeakMap<RateWindow, WindowCounter>()
+  /** Tenant quotas' counters, apart from the keys': the same window counts per tenant there. */
+  private readonly tenantCounters = new Map<string, WindowCounter>()
+  private readonly tenantCountersByWindow = new WeakMap<RateWindow, WindowCounter>()
   // Wrong day codes (D5) count here as well as on MaxHits, so guessing stays slow
   // even for a key without MaxHits.
   private readonly dayCodeFailures: WindowLimiter
@@ -150,39 +155,76 @@ export class RateLimits {
     return counter
   }
 
+  /** A tenant quota's counter: its own limiters (prefix `tenanthits:`), counted per tenant, not per key. */
+  private tenantCounterFor(window: RateWindow): WindowCounter {
+    let counter = this.tenantCountersByWindow.get(window)
+    if (counter) return counter
+    const name = `${window.count}/${window.seconds}`
+    counter = this.tenantCounters.get(name)
+    if (!counter) {
+      counter = {
+        limiter: this.makeLimiter({ points: window.count, duration: window.seconds, keyPrefix: `tenanthits:${name}` }),
+        policy: `"tenant-${window.label}";q=${window.count};w=${window.seconds}`,
+        policyName: `"tenant-${window.label}"`,
+      }
+      this.tenantCounters.set(name, counter)
+    }
+    this.tenantCountersByWindow.set(window, counter)
+    return counter
+  }
+
   /**
-   * Counts one call in every window of the key. Refused when any window is spent;
-   * a refused call is then given back to the windows that had room, so hammering a
-   * spent 1Sec window does not also eat the key's 1Hour allowance.
+   * Counts one call in every window of the key and of its tenant quotas (issue 16).
+   * Refused when any window is spent; a refused call is then given back to the windows
+   * that had room, so hammering a spent 1Sec window does not also eat the key's 1Hour
+   * allowance, nor its tenant's.
    */
   async consume(caller: CallerKey): Promise<RateDecision | null> {
     const windows = caller.rateWindows
-    if (windows.length === 0) return null
+    // Callers made by hand (tests) may have no tenant quotas at all.
+    const quotas = caller.tenantQuotas ?? noQuotas
+    if (windows.length === 0 && quotas.length === 0) return null
+    const several = windows.length + quotas.length > 1
     let tightest: RateDecision | null = null
     let refused: RateDecision | null = null
-    let spared: WindowLimiter[] | null = null
-    for (let index = 0; index < windows.length; index++) {
-      const window = windows[index]
-      const counter = this.counterFor(window)
+    let spared: [WindowLimiter, string | number][] | null = null
+    const count = async (counter: WindowCounter, window: RateWindow, key: string | number, quota: TenantQuota | null) => {
       let result: RateLimiterRes
       let allowed = true
       try {
-        result = await counter.limiter.consume(caller.id)
+        result = await counter.limiter.consume(key)
       } catch (rejection) {
         if (!(rejection instanceof RateLimiterRes)) throw rejection
         result = rejection
         allowed = false
       }
       const decision: RateDecision = {
-        allowed, window, remaining: result.remainingPoints, resetMs: result.msBeforeNext, policy: counter.policy, policyName: counter.policyName,
+        allowed, window, remaining: result.remainingPoints, resetMs: result.msBeforeNext, policy: counter.policy, policyName: counter.policyName, quota,
       }
-      if (allowed && windows.length > 1) (spared ??= []).push(counter.limiter)
+      if (allowed && several) (spared ??= []).push([counter.limiter, key])
       // Of several spent windows, the one that frees up last decides Retry-After.
       if (!allowed && (!refused || decision.resetMs > refused.resetMs)) refused = decision
       if (!tightest || decision.remaining < tightest.remaining) tightest = decision
     }
-    if (refused && spared) for (const limiter of spared) await limiter.reward(caller.id, 1)
+    for (let index = 0; index < windows.length; index++) await count(this.counterFor(windows[index]), windows[index], caller.id, null)
+    for (const quota of quotas) {
+      const key = tenantCounterKey(quota)
+      for (const window of quota.windows) await count(this.tenantCounterFor(window), window, key, quota)
+    }
+    if (refused && spared) for (const [limiter, key] of spared as [WindowLimiter, string | number][]) await limiter.reward(key, 1)
     return refused ?? tightest
+  }
+
+  /** Each tenant quota's windows without consuming (GET /Api/Read/Limits). */
+  async tenantStatus(caller: CallerKey, now = Date.now()): Promise<TenantWindowStatus[]> {
+    const result: TenantWindowStatus[] = []
+    for (const quota of caller.tenantQuotas ?? noQuotas) {
+      const key = tenantCounterKey(quota)
+      const windows: WindowStatus[] = []
+      for (const window of quota.windows) windows.push(windowStatus(window, await this.tenantCounterFor(window).limiter.get(key), now))
+      result.push({ parent: quota.parent, custno: quota.custno, windows })
+    }
+    return result
   }
 
   /** A wrong day code: true when the key has now guessed too often. */
@@ -204,17 +246,25 @@ export class RateLimits {
   /** Per-window state without consuming (GET /api/read/limits). */
   async status(caller: CallerKey, now = Date.now()): Promise<WindowStatus[]> {
     const result: WindowStatus[] = []
-    for (const window of caller.rateWindows) {
-      const state = await this.counterFor(window).limiter.get(caller.id)
-      const live = state !== null && state.msBeforeNext > 0
-      result.push({
-        window,
-        remaining: live ? Math.max(0, window.count - state.consumedPoints) : window.count,
-        // A window not yet opened resets a full window after its first call.
-        resetAt: now + (live ? state.msBeforeNext : window.seconds * 1000),
-      })
-    }
+    for (const window of caller.rateWindows) result.push(windowStatus(window, await this.counterFor(window).limiter.get(caller.id), now))
     return result
+  }
+}
+
+const noQuotas: readonly TenantQuota[] = Object.freeze([])
+
+/** The limiter key of a tenant quota: one count per tenant, whichever of its keys calls. */
+function tenantCounterKey(quota: TenantQuota): string {
+  return `${quota.parent}:${quota.custno}`
+}
+
+function windowStatus(window: RateWindow, state: RateLimiterRes | null, now: number): WindowStatus {
+  const live = state !== null && state.msBeforeNext > 0
+  return {
+    window,
+    remaining: live ? Math.max(0, window.count - state.consumedPoints) : window.count,
+    // A window not yet opened resets a full window after its first call.
+    resetAt: now + (live ? state.msBeforeNext : window.seconds * 1000),
   }
 }
 

@@ -175,5 +175,15 @@ export function coreMigrations(dialect: Dialect): Migrations {
         await db.schema.createIndex('api_audit_at').on('api_audit').column('at').execute()
       },
     },
+    '0008-credits': {
+      async up(db) {
+        // Issue 16: a key's credits and refill, and the tenant-wide MaxHits.
+        await db.schema.alterTable('api_keys').addColumn('credits', 'bigint').execute()
+        await db.schema.alterTable('api_keys').addColumn('refill_amount', 'bigint').execute()
+        await db.schema.alterTable('api_keys').addColumn('refill_every', 'varchar(8)').execute()
+        await db.schema.alterTable('api_keys').addColumn('refill_at', 'bigint').execute()
+        await db.schema.alterTable('tenant_entitlements').addColumn('max_hits', 'varchar(255)').execute()
+      },
+    },
   }
 }

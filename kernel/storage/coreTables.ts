@@ -49,6 +49,12 @@ export interface CoreTables {
     /** The secret before the last rotation, sealed like secret_enc, valid until prev_secret_ends (issue 16). */
     prev_secret_enc: string | null
     prev_secret_ends: number | null
+    /** Calls left (issue 16); null = unlimited. Spent in the database by one atomic statement per call (limits/credits.ts). */
+    credits: Generated<number | null>
+    /** The Refill: `credits` becomes refill_amount at refill_at, then every refill_every ('1Day' | '1Mon', UTC). */
+    refill_amount: Generated<number | null>
+    refill_every: Generated<string | null>
+    refill_at: Generated<number | null>
   }
   /** One administrative change (issue 16 item 4), written in the change's own transaction. */
   api_audit: {
@@ -136,6 +142,8 @@ export interface CoreTables {
     max_players: number | null
     time_zone: string | null
     updated_at: number
+    /** The tenant-wide MaxHits (D7 grammar, issue 16): every call of every key of the tenant counts. */
+    max_hits: Generated<string | null>
   }
   /** Display players (D14): a screen of a tenant and the key it calls with. */
   tenant_players: {

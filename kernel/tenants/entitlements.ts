@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely'
+import type { Kysely, Selectable } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
 import type { Dialect } from '../storage/database.ts'
 import { recordChange } from '../audit/auditTrail.ts'
@@ -25,19 +25,21 @@ export interface Entitlement {
   MaxPlayers: number | null
   /** The tenant's own zone; null = the configured default. */
   TimeZone: string | null
+  /** Tenant-wide MaxHits (D7 grammar, canonical spelling): every call of every key of the tenant counts (issue 16). */
+  MaxHits: string | null
 }
 
 export const limitColumns = { Keys: 'max_keys', People: 'max_people', Players: 'max_players' } as const satisfies Record<LimitedKind, keyof CoreTables['tenant_entitlements']>
 
-type EntitlementRow = CoreTables['tenant_entitlements']
+type EntitlementRow = Selectable<CoreTables['tenant_entitlements']>
 
-export const unlimited: Entitlement = { MaxKeys: null, MaxPeople: null, MaxPlayers: null, TimeZone: null }
+export const unlimited: Entitlement = { MaxKeys: null, MaxPeople: null, MaxPlayers: null, TimeZone: null, MaxHits: null }
 
 const nullableNumber = (value: number | null) => (value === null ? null : Number(value))
 
 function entitlementOf(row: EntitlementRow | undefined): Entitlement {
   if (row === undefined) return unlimited
-  return { MaxKeys: nullableNumber(row.max_keys), MaxPeople: nullableNumber(row.max_people), MaxPlayers: nullableNumber(row.max_players), TimeZone: row.time_zone }
+  return { MaxKeys: nullableNumber(row.max_keys), MaxPeople: nullableNumber(row.max_people), MaxPlayers: nullableNumber(row.max_players), TimeZone: row.time_zone, MaxHits: row.max_hits ?? null }
 }
 
 export async function readEntitlement(db: Kysely<CoreTables>, scope: TenantScope): Promise<Entitlement> {
@@ -54,7 +56,7 @@ export async function changeEntitlement(db: Kysely<CoreTables>, scope: TenantSco
   return db.transaction().execute(async (trx) => {
     const current = await readEntitlement(trx, scope)
     const next: Entitlement = { ...current, ...Object.fromEntries(Object.entries(change).filter(([, value]) => value !== undefined)) }
-    const columns = { max_keys: next.MaxKeys, max_people: next.MaxPeople, max_players: next.MaxPlayers, time_zone: next.TimeZone, updated_at: now }
+    const columns = { max_keys: next.MaxKeys, max_people: next.MaxPeople, max_players: next.MaxPlayers, time_zone: next.TimeZone, max_hits: next.MaxHits, updated_at: now }
     const updated = await trx.updateTable('tenant_entitlements').set(columns)
       .where('parent', '=', scope.parent).where('custno', '=', scope.custno).executeTakeFirst()
     // MySQL counts only rows whose values changed; a row that exists is found either way.

@@ -4,6 +4,7 @@ import { keyColumns, nameTaken } from './keyInput.ts'
 import { resolveTenant } from './tenantScope.ts'
 import { checkedGroupIds } from './groupRules.ts'
 import { keyAnswer, type KeyAnswer } from './keyAnswer.ts'
+import { checkCreditInput, creditColumns } from './creditInput.ts'
 
 /**
  * POST /Api/Create/Key (interface 4.1). The name's uniqueness is left to the unique
@@ -13,6 +14,7 @@ import { keyAnswer, type KeyAnswer } from './keyAnswer.ts'
 export async function createKey(kernel: KernelServices, call: Call<CreateKeyBody>): Promise<KeyAnswer> {
   const { body, caller } = call
   const columns = keyColumns(body)
+  checkCreditInput(body)
   const tenant = resolveTenant(caller, body.Defaults, { parent: caller.parent, custno: caller.custno })
   const groupIds = await checkedGroupIds(kernel, caller.id, body.GroupId)
   const now = kernel.clock()
@@ -25,6 +27,7 @@ export async function createKey(kernel: KernelServices, call: Call<CreateKeyBody
   try {
     const issued = await kernel.keys.create({
       ...columns,
+      ...creditColumns(body, null, now),
       display_name: displayName,
       start_date: startDate,
       parent: tenant.parent,

@@ -4,6 +4,7 @@ import { keyColumns, nameTaken } from './keyInput.ts'
 import { resolveTenant } from './tenantScope.ts'
 import { checkedGroupIds } from './groupRules.ts'
 import { keyAnswer, type KeyAnswer } from './keyAnswer.ts'
+import { checkCreditInput, creditColumns } from './creditInput.ts'
 
 // One text for "no such key" and "not yours" (interface 4.2, D6): no key's existence leaks.
 export const keyNotFound = () => notFound('Key not found.')
@@ -31,12 +32,14 @@ export async function editKey(kernel: KernelServices, call: Call<EditKeyBody>): 
   const { body, caller } = call
   // Everything that depends only on the body is checked before any key is looked up.
   const columns = keyColumns(body)
+  checkCreditInput(body)
   const keyId = await namedKeyId(kernel, body)
   const groupIds = body.GroupId === undefined ? undefined : await checkedGroupIds(kernel, caller.id, body.GroupId)
   let edited
   try {
     edited = await kernel.keys.edit(keyId, caller.id, (current) => {
-      const changes: KeyChanges = { ...columns }
+      // Credits are computed from the locked row (AddCredits adds to what is stored now).
+      const changes: KeyChanges = { ...columns, ...creditColumns(body, current, kernel.clock()) }
       if (body.Defaults !== undefined) {
         const tenant = resolveTenant(caller, body.Defaults, { parent: Number(current.parent), custno: Number(current.custno) })
         Object.assign(changes, { parent: tenant.parent, custno: tenant.custno })

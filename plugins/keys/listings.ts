@@ -1,4 +1,4 @@
-import { httpDate, type Call, type KernelServices, type KeyRecord } from '../../kernel/sdk.ts'
+import { creditState, httpDate, type Call, type KernelServices, type KeyRecord } from '../../kernel/sdk.ts'
 import { assignableGroups, type GroupRecord } from './groupRules.ts'
 
 /** One key of GET /Api/Read/Keys: its fields as create/edit take them, never its secret. */
@@ -25,6 +25,9 @@ export interface KeyListing {
   Require_Hash: number | null
   Groups: { Id: number; Display_Name: string }[]
   Created: string
+  /** Calls left now (a due refill counted); null = unlimited (issue 16). */
+  Credits: number | null
+  Refill: { Amount: number; Every: '1Day' | '1Mon' } | null
 }
 
 const nullableNumber = (value: number | null) => (value === null ? null : Number(value))
@@ -56,7 +59,13 @@ function keyListing(row: KeyRecord, groups: KeyListing['Groups'], now: number): 
     Require_Hash: nullableNumber(row.require_hash),
     Groups: groups,
     Created: httpDate(Number(row.created_at)),
+    ...creditFields(row, now),
   }
+}
+
+function creditFields(row: KeyRecord, now: number): Pick<KeyListing, 'Credits' | 'Refill'> {
+  const state = creditState(row, now)
+  return { Credits: state.credits, Refill: state.refill }
 }
 
 /** GET /Api/Read/Keys: the keys the caller's key created (interface 4.6). */

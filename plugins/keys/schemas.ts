@@ -11,6 +11,8 @@ const nameLength = 255
 const phoneLength = 100
 /** Ids are < 2^53 everywhere (D8), so JSON numbers carry them exactly. */
 const largestId = Number.MAX_SAFE_INTEGER
+/** Credits fit a bigint column and stay exact as JSON numbers. */
+const largestCredits = 1_000_000_000_000
 
 const optionalText = (maxLength: number) => ({ type: ['string', 'null'], maxLength })
 const flag = { type: 'integer', enum: [0, 1] }
@@ -58,6 +60,17 @@ const keyFieldProperties = {
   },
   // The key's own override of the ACL entry's hash method (D4); null = follow the entry.
   Require_Hash: { type: ['integer', 'null'], minimum: 0, maximum: 5 },
+  // Issue 16: calls left (null = unlimited) and the count a refill sets back at each period's UTC start.
+  Credits: { type: ['integer', 'null'], minimum: 0, maximum: largestCredits },
+  Refill: {
+    type: ['object', 'null'],
+    additionalProperties: false,
+    required: ['Amount', 'Every'],
+    properties: {
+      Amount: { type: 'integer', minimum: 1, maximum: largestCredits },
+      Every: { type: 'string', enum: ['1Day', '1Mon'] },
+    },
+  },
 } as const
 
 export const createKeyBodySchema = {
@@ -74,6 +87,8 @@ export const editKeyBodySchema = {
     ...keyFieldProperties,
     KeyId: id,
     ApiKey: { type: 'string', minLength: 1, maxLength: 64 },
+    // Issue 16: adds to the key's Credits (a top-up), beside Credits which sets them.
+    AddCredits: { type: 'integer', minimum: 1, maximum: largestCredits },
   },
 } as const
 
@@ -97,6 +112,8 @@ export interface KeyFieldsInput {
   GroupId?: number | string | number[]
   Defaults?: { Parent?: number; Custno?: number }
   Require_Hash?: number | null
+  Credits?: number | null
+  Refill?: { Amount: number; Every: '1Day' | '1Mon' } | null
 }
 
 export interface CreateKeyBody extends KeyFieldsInput {
@@ -107,6 +124,7 @@ export interface CreateKeyBody extends KeyFieldsInput {
 export interface EditKeyBody extends KeyFieldsInput {
   KeyId?: number
   ApiKey?: string
+  AddCredits?: number
 }
 
 /** Longest overlap of a rotation (issue 16 item 1): 30 days. */

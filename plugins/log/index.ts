@@ -1,4 +1,4 @@
-import { badRequest, defineRoute, httpDate, notFound, parseInputDate, type CallerKey, type KernelServices, type Plugin, type WindowStatus } from '../../kernel/sdk.ts'
+import { badRequest, defineRoute, httpDate, notFound, parseInputDate, type CallerKey, type CreditStatus, type KernelServices, type Plugin, type TenantWindowStatus, type WindowStatus } from '../../kernel/sdk.ts'
 import { levelsGroup, levelsRoute } from './levels.ts'
 
 /**
@@ -81,9 +81,58 @@ export function limitsAnswer(windows: WindowStatus[], now: number): Record<strin
   return answer
 }
 
-/** The limits answer as one record per window, for XML and CSV. */
-function windowRows(answer: ReturnType<typeof limitsAnswer>) {
-  return Object.entries(answer).map(([Window, status]) => ({ Window, ...status }))
+type WindowAnswer = ReturnType<typeof limitsAnswer>[string]
+
+/**
+ * GET /Api/Read/Limits in full (issue 16): the key's windows as D7 has them, then, only
+ * when there are any, `Tenant` (its own tenant's quota) and `ParentTenant` (the whole
+ * parent's, for a key of a customer) in the same per-window shape, and `Credits`.
+ */
+interface FullLimits {
+  [window: string]: WindowAnswer | Record<string, WindowAnswer> | CreditsAnswer
+}
+
+interface CreditsAnswer {
+  /** Calls left now. */
+  Remain: number
+  Refill: { Amount: number; Every: string } | null
+  /** The next refill; null without a Refill. */
+  RefillDate: string | null
+  TimeLeft: string | null
+}
+
+export function fullLimitsAnswer(caller: CallerKey, windows: WindowStatus[], tenants: TenantWindowStatus[], credits: CreditStatus, now: number): FullLimits {
+  const answer: FullLimits = limitsAnswer(windows, now)
+  for (const tenant of tenants) answer[tenant.custno === caller.custno ? 'Tenant' : 'ParentTenant'] = limitsAnswer(tenant.windows, now)
+  if (credits.credits !== null) {
+    answer.Credits = {
+      Remain: credits.credits,
+      Refill: credits.refill,
+      RefillDate: credits.refillAt === null ? null : httpDate(credits.refillAt),
+      TimeLeft: credits.refillAt === null ? null : timeLeftText(credits.refillAt - now),
+    }
+  }
+  return answer
+}
+
+/**
+ * The limits answer as one record per window, for XML and CSV: the key's windows by
+ * label, the tenant's as `Tenant 1Mon` (`ParentTenant 1Mon`), and the credits as
+ * `Credits` (Limit the refill Amount, ResetDate the next refill).
+ */
+function windowRows(answer: FullLimits) {
+  const rows: Record<string, unknown>[] = []
+  for (const [name, value] of Object.entries(answer)) {
+    if (name === 'Credits') {
+      const credits = value as CreditsAnswer
+      rows.push({ Window: 'Credits', Limit: credits.Refill?.Amount ?? null, Remain: credits.Remain, ResetDate: credits.RefillDate, TimeLeft: credits.TimeLeft })
+    } else if (name === 'Tenant' || name === 'ParentTenant') {
+      for (const [label, status] of Object.entries(value as Record<string, WindowAnswer>)) rows.push({ Window: `${name} ${label}`, ...status })
+    } else {
+      rows.push({ Window: name, ...(value as WindowAnswer) })
+    }
+  }
+  return rows
 }
 
 function inputTime(text: string | undefined, field: string): number | undefined {
@@ -119,6 +168,8 @@ async function readLog(kernel: KernelServices, caller: CallerKey, body: LogReque
     Secret: record.Secret,
   }
 }
+
+const noCredits: CreditStatus = { credits: null, refill: null, refillAt: null }
 
 interface HistoryAnswer { Total: number; Page: string; Calls: Record<string, unknown>[] }
 
@@ -177,11 +228,16 @@ const logPlugin: Plugin = {
         // A window's label (`10/1Sec`) is no XML element name: in XML and CSV each window
         // is an item with its label in Window.
         xml: { root: 'Limits', item: 'Window' },
-        csv: (result: ReturnType<typeof limitsAnswer>) => windowRows(result),
+        csv: (result: FullLimits) => windowRows(result),
         // Not cached: it is the live state. The call itself has been counted by the
-        // rate-limit stage already, so Remain includes it.
+        // rate-limit and credits stages already, so Remain includes it.
         handler: async (call) => {
-          const answer = limitsAnswer(await kernel.rateLimits.status(call.caller), kernel.clock())
+          const { caller } = call
+          const windows = await kernel.rateLimits.status(caller)
+          const tenants = await kernel.rateLimits.tenantStatus(caller)
+          // Credits are read only for a key that has them (the stage spent one already).
+          const credits = caller.metered ? await kernel.credits.status(caller.id) : noCredits
+          const answer = fullLimitsAnswer(caller, windows, tenants, credits, kernel.clock())
           return call.format === 'xml' ? windowRows(answer) : answer
         },
       }),

@@ -1,6 +1,7 @@
 /**
  * `admin tenant set|show` (D14): a tenant's entitlement.
  *   tenant set --parent N --custno N [--max-keys N|none] [--max-people N|none] [--max-players N|none] [--timezone ZONE|none]
+ *              [--max-hits MAXHITS|none]   (issue 16: a tenant-wide MaxHits, e.g. "100000/1Mon")
  *   tenant show --parent N --custno N
  * Custno 0 sets the maxima of the whole parent (every customer of it together).
  */
@@ -8,11 +9,13 @@ import type { Kernel } from '../../kernel/boot/kernel.ts'
 import { changeEntitlement, type Entitlement } from '../../kernel/tenants/entitlements.ts'
 import { isTimeZone } from '../../kernel/tenants/timeZone.ts'
 import { UsageError, wholeNumber } from './usageError.ts'
+import { formatMaxHits, MaxHitsError, parseMaxHits } from '../../kernel/limits/maxHits.ts'
 
 type Options = Record<string, string | string[] | boolean | undefined>
 
 export const tenantUsage = `  tenant set --parent N --custno N                  a tenant's maxima (N, or none = unlimited) and time zone
           [--max-keys N] [--max-people N] [--max-players N] [--timezone ZONE]
+          [--max-hits "100000/1Mon"]                  every call of every key of the tenant together
   tenant show --parent N --custno N                 its maxima, time zone and what it uses`
 
 /** A maximum: a whole number, `none` (unlimited), or not given (unchanged). */
@@ -30,6 +33,21 @@ function zone(options: Options): string | null | undefined {
   if (value === 'none') return null
   if (typeof value !== 'string' || !isTimeZone(value)) throw new UsageError(`--timezone ${String(value)} is not an IANA time zone (e.g. Europe/Oslo, UTC)`)
   return value
+}
+
+/** A tenant-wide MaxHits (D7 grammar) in its canonical spelling, `none` (no quota), or not given (unchanged). */
+function maxHits(options: Options): string | null | undefined {
+  const value = options['max-hits']
+  if (value === undefined) return undefined
+  if (value === 'none') return null
+  if (typeof value !== 'string') throw new UsageError('--max-hits needs a MaxHits value such as 100000/1Mon, or none')
+  try {
+    const windows = parseMaxHits(value)
+    return windows.length === 0 ? null : formatMaxHits(windows)
+  } catch (error) {
+    if (error instanceof MaxHitsError) throw new UsageError(`--max-hits: ${error.message}`)
+    throw error
+  }
 }
 
 async function shown(kernel: Kernel, scope: { parent: number; custno: number }, entitlement: Entitlement) {
@@ -52,8 +70,9 @@ export async function tenantCommand(kernel: Kernel, words: string[], options: Op
       MaxPeople: maximum(options, 'max-people'),
       MaxPlayers: maximum(options, 'max-players'),
       TimeZone: zone(options),
+      MaxHits: maxHits(options),
     }
-    if (Object.values(change).every((value) => value === undefined)) throw new UsageError('tenant set needs at least one of --max-keys, --max-people, --max-players, --timezone')
+    if (Object.values(change).every((value) => value === undefined)) throw new UsageError('tenant set needs at least one of --max-keys, --max-people, --max-players, --timezone, --max-hits')
     // The operator's own change, straight to the table: plugins can read entitlements, never set them.
     return shown(kernel, scope, await changeEntitlement(kernel.database.db, scope, change, Date.now()))
   }

@@ -12,6 +12,7 @@ export const anonymousCaller: CallerKey = Object.freeze({
   id: 0, apiKey: '', displayName: 'anonymous', parent: -1, custno: -1, startDate: null, endDate: null,
   dayPass: 0, requireHttps: 0, allowHours: null, responseFormat: 'json', logLevel: 0, logRaw: 0,
   maxHits: null, rateWindows: [], requireHash: null, createdBy: null, groupIds: [], acl: [], anonymous: true,
+  metered: false, tenantQuotas: [],
 }) as CallerKey
 
 // One message for unknown, inactive and not-yet-active keys: no key's existence leaks.

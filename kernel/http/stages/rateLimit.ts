@@ -11,12 +11,14 @@ export function rateLimitStage(rateLimits: RateLimits): Stage {
   return {
     name: 'rate-limit',
     run(exchange) {
-      if (exchange.caller.rateWindows.length === 0) return
+      if (exchange.caller.rateWindows.length === 0 && exchange.caller.tenantQuotas.length === 0) return
       return rateLimits.consume(exchange.caller).then((decision) => {
         exchange.rate = decision
         if (decision && !decision.allowed) {
           const headers: Record<string, string> = { 'Retry-After': String(Math.max(1, Math.ceil(decision.resetMs / 1000))) }
-          throw new ApiError('TOO_MANY_REQUESTS', `Rate limit exceeded (${decision.window.count}/${decision.window.label})`, headers)
+          // A tenant-wide quota (issue 16) says so: the key's own windows may still have room.
+          const which = decision.quota === null ? 'Rate limit' : 'Tenant rate limit'
+          throw new ApiError('TOO_MANY_REQUESTS', `${which} exceeded (${decision.window.count}/${decision.window.label})`, headers)
         }
       })
     },
