@@ -18,9 +18,10 @@ export class RedisInvalidation {
   private readonly pending = new Set<Promise<unknown>>()
 
   constructor(private readonly link: RedisLink, private readonly report: (error: unknown) => void, prefix = 'keygate') {
-    // Channels are global to a Redis server (not per database number): the db is part of the name.
-    const db = link.commands.options.db ?? 0
-    this.channel = `${prefix}:${db}:invalidate`
+    // Channels are global to a Redis server (not per database number, and ioredis's
+    // keyPrefix - `redis://host/0?keyPrefix=team1:` - applies to keys only): both are part of the name.
+    const { db = 0, keyPrefix = '' } = link.commands.options
+    this.channel = `${keyPrefix}${prefix}:${db}:invalidate`
     link.subscriber.on('message', (channel: string, text: string) => {
       if (channel !== this.channel) return
       let message: { origin: string; change: Invalidation }

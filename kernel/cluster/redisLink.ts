@@ -32,7 +32,8 @@ export class RedisLink {
     this.commands.on('ready', () => {
       if (this.up === true) return
       if (this.up === false) this.logger.warn({ redis: shown }, 'redis reachable again: rate limits and cache invalidation are shared again')
-      else this.logger.info({ redis: shown }, 'redis connected: rate limits and cache invalidation are shared')
+      // Debug only: the operator CLI's stdout carries its answers (a day code), not this.
+      else this.logger.debug({ redis: shown }, 'redis connected: rate limits and cache invalidation are shared')
       this.up = true
     })
     // Said once per outage (or once when unreachable at start), not once per retry.
