@@ -229,3 +229,25 @@ t.test('Redis stopped mid-load then started again: no 5xx, per-process limits me
   t.same(await countStatuses(Array.from({ length: 60 }, (_, index) => call(c.nodes[index % 3], after.key, 'GET', '/Api/Read/Acl'))), { 200: 10, 429: 50 }, 'shared again')
   for (const node of c.nodes) t.match(node.output(), /redis reachable again/)
 })
+
+t.test('Redis unreachable at start: the process starts and answers, says so once, and moves to Redis when it comes', async (t) => {
+  if (!(await mysqlOr(t))) return
+  const redis = await privateRedis(t, await freePort(), false)
+  const c = await cluster(t, redis.url, 2)
+  const ready = await fetch(`http://127.0.0.1:${c.nodes[0].port}/readyz`)
+  t.equal(ready.status, 200)
+  t.equal(ready.headers.get('keygate-degraded'), 'redis unreachable; rate limits per process')
+  const alone = await createKey(c, { MaxHits: '5/1Min' })
+  t.same(await countStatuses(Array.from({ length: 20 }, (_, index) => call(c.nodes[index % 2], alone.key, 'GET', '/Api/Read/Acl'))), { 200: 10, 429: 10 }, 'five per process')
+  for (const node of c.nodes) t.equal(node.output().match(/redis unreachable/g)?.length, 1, 'said once')
+
+  await redis.start()
+  for (const node of c.nodes) await waitFor('Redis', async () => (await fetch(`http://127.0.0.1:${node.port}/readyz`)).headers.get('keygate-degraded') === null, 20_000)
+  const shared = await createKey(c, { MaxHits: '5/1Min' })
+  t.same(await countStatuses(Array.from({ length: 20 }, (_, index) => call(c.nodes[index % 2], shared.key, 'GET', '/Api/Read/Acl'))), { 200: 5, 429: 15 }, 'shared once Redis is there')
+  const plain = await createKey(c)
+  t.equal((await call(c.nodes[1], plain.key, 'GET', '/Api/Read/Acl')).status, 200, 'loaded on B')
+  const withoutAcl = plain.groups.find((group) => !group.Paths.includes('/Api/Read/Acl'))!
+  t.equal((await call(c.nodes[0], c.admin, 'POST', '/Api/Edit/Key', { KeyId: plain.id, GroupId: [withoutAcl.Id] }, c.today)).status, 200)
+  t.equal((await call(c.nodes[1], plain.key, 'GET', '/Api/Read/Acl')).status, 403, 'the subscription was made on reconnect: B sees an edit through A')
+})

@@ -70,7 +70,7 @@ export interface PrivateRedis {
   start(): Promise<void>
 }
 
-export async function privateRedis(t: Test, port: number): Promise<PrivateRedis> {
+export async function privateRedis(t: Test, port: number, startNow = true): Promise<PrivateRedis> {
   const dir = mkdtempSync(join(tmpdir(), 'keygate-redis-'))
   let child: ChildProcess | null = null
   const url = `redis://127.0.0.1:${port}/0`
@@ -95,6 +95,6 @@ export async function privateRedis(t: Test, port: number): Promise<PrivateRedis>
     await handle.stop()
     rmSync(dir, { recursive: true, force: true })
   })
-  await handle.start()
+  if (startNow) await handle.start()
   return handle
 }
