@@ -160,6 +160,18 @@ t.test('three processes over MariaDB + Redis are one service', async (t) => {
       for (const node of [b, cc]) t.equal((await call(node, c.admin, 'GET', '/People/Read/Missing')).json.Total, total + 1, `:${node.port} shows the new person`)
     })
 
+    await t.test('a write replayed on another process is refused: the replay memory is shared', async (t) => {
+      const raw = JSON.stringify({ FirstName: 'Rex', LastName: 'Replay' })
+      const headers = { ...signedHeaders(c.admin, 'POST', '/People/Update/OneChange', raw, { date: new Date().toISOString() }), 'content-type': 'application/json', connection: 'close' }
+      const send = async (node: Node) => {
+        const response = await fetch(node.base + '/People/Update/OneChange', { method: 'POST', headers, body: raw })
+        return { status: response.status, text: await response.text() }
+      }
+      t.equal((await send(a)).status, 200, 'the first use')
+      t.same(await send(b), { status: 401, text: 'Error: This request was already used (replay).' }, 'the same signed request on B')
+      t.same(await send(cc), { status: 401, text: 'Error: This request was already used (replay).' }, 'and on C')
+    })
+
     await t.test('request ids never collide across three processes; every record is readable through another', async (t) => {
       // Issue: 30,000 calls; 1,500 here keeps the test well under a minute on a shared machine.
       const total = 1500
