@@ -8,6 +8,7 @@
 import { parseArgs } from 'node:util'
 import { loadConfig, ConfigError, type Config } from '../kernel/boot/config.ts'
 import { createKernel, type Kernel } from '../kernel/boot/kernel.ts'
+import { createLogger } from '../kernel/observe/logger.ts'
 import { UsageError, databaseLabel, type AdminCommand, type AdminSession } from './admin/command.ts'
 import { daycode } from './admin/daycode.ts'
 import { group } from './admin/group.ts'
@@ -70,7 +71,8 @@ function session(config: Config): AdminSession & { close(): Promise<void> } {
   return {
     config,
     kernel() {
-      started ??= createKernel({ config }).then((kernel) => {
+      // The service log goes to stderr: stdout carries the command's answer (a day code, an export).
+      started ??= createKernel({ config, logger: createLogger({ destination: process.stderr }) }).then((kernel) => {
         if (kernel.createdRootKey) console.error(`admin: first start - the root admin key was written to ${kernel.createdRootKey.file}`)
         return kernel
       })

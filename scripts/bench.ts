@@ -5,7 +5,8 @@
  *
  * Environment: BENCH_SECONDS (10), BENCH_CONNECTIONS (50), BENCH_PEOPLE (100000),
  * BENCH_KEYS (1000000), BENCH_ONLY (comma-separated scenario names: acl, acl-log2, log,
- * create, people, people-uncached, keys), BENCH_OUT (bench-results/latest.json),
+ * create, people, people-uncached, keys, three-redis), BENCH_REDIS_URL (for three-redis; default
+ * the local Redis under a key prefix of its own), BENCH_OUT (bench-results/latest.json),
  * BENCH_SERVICE_NODE_OPTIONS (node flags for the service process only), BENCH_SERVICE_NODE_ARGS
  * (flags NODE_OPTIONS refuses, e.g. `--cpu-prof --cpu-prof-dir=prof`). Every request is signed (the signature is reused
  * within one second, as a real client may).
@@ -32,6 +33,8 @@ const keyCount = Number(process.env.BENCH_KEYS ?? 1_000_000)
 const only = process.env.BENCH_ONLY?.split(',').map((name) => name.trim())
 const outFile = process.env.BENCH_OUT ?? join(root, 'bench-results', 'latest.json')
 const databaseUrl = process.env.DATABASE_URL ?? null
+// The `three-redis` scenario (D16): Redis for three processes, under a key prefix of its own.
+const benchRedisUrl = process.env.BENCH_REDIS_URL ?? `redis://127.0.0.1:6379/0?keyPrefix=keygate-bench-${process.pid}:`
 
 interface Row {
   scenario: string
@@ -120,7 +123,7 @@ interface Load {
   headers?: Record<string, string>
 }
 
-async function measure(url: string, load: Load, limits: { seconds?: number; amount?: number } = {}): Promise<autocannon.Result> {
+async function measure(url: string | string[], load: Load, limits: { seconds?: number; amount?: number } = {}): Promise<autocannon.Result> {
   let second = -1
   let signed: Record<string, string> = {}
   const requests = [{
@@ -142,7 +145,7 @@ async function measure(url: string, load: Load, limits: { seconds?: number; amou
       return request
     },
   }]
-  return autocannon({ url, connections, duration: limits.seconds ?? seconds, amount: limits.amount, requests })
+  return autocannon({ url: url as string, connections, duration: limits.seconds ?? seconds, amount: limits.amount, requests })
 }
 
 function summarise(scenario: string, result: autocannon.Result, bare: number | null, note?: string): Row {
@@ -281,6 +284,24 @@ async function main(): Promise<void> {
       }, { amount: keys.length, seconds: Number(process.env.BENCH_KEYS_SECONDS ?? 900) })
       rows.push(summarise(`GET /Api/Read/Acl, each call a different one of ${keyCount} keys`, result, bareRate,
         `${Math.min(next, keys.length)} distinct keys called, service RSS ${Math.round(rssMegabytes(service.child.pid!))} MB`))
+    }
+    if (wanted('three-redis')) {
+      // Three processes on the same database and one Redis, the client spreading its
+      // connections round-robin over their ports; next to one process on the same Redis.
+      if (!databaseUrl) {
+        console.log('  three-redis: skipped (needs DATABASE_URL, MySQL/MariaDB shared by the processes)')
+      } else {
+        const path = '/Api/Read/Acl'
+        const nodes = []
+        for (let index = 0; index < 3; index++) {
+          const node = await startService(dataDir, { REDIS_URL: benchRedisUrl })
+          children.push(node.child)
+          nodes.push(node)
+        }
+        rows.push(summarise('GET /Api/Read/Acl, one process with Redis limits', await measure(nodes[0].base + path, { method: 'GET', path, key: reader }), bareRate))
+        rows.push(summarise('GET /Api/Read/Acl, three processes on MariaDB + Redis (round-robin)', await measure(nodes.map((node) => node.base + path), { method: 'GET', path, key: reader }), bareRate))
+        for (const node of nodes) node.child.kill('SIGTERM')
+      }
     }
     rows.push({ scenario: 'service RSS at the end (MB)', requestsPerSecond: Math.round(rssMegabytes(service.child.pid!)), p50: 0, p99: 0, ratioToBare: null, non2xx: 0, errors: 0 })
 

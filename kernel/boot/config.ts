@@ -13,6 +13,11 @@ export interface Config {
   /** `mysql://user:pass@host:3306/db`; null or absent = embedded SQLite in dataDir. */
   databaseUrl: string | null
   /**
+   * `redis://[:pass@]host:6379/0` (or `rediss://`): rate limits, replay memory and cache
+   * invalidation shared by every process of the service (D16). Null = per process.
+   */
+  redisUrl?: string | null
+  /**
    * The enabled plugins: a built-in name (`plugins/<name>/`), a folder path (`./`, `../` or
    * absolute) or an installed npm package. A disabled plugin's paths do not exist (D1).
    */
@@ -67,6 +72,7 @@ const schema = {
     basePath: { type: 'string', pattern: '^(/[A-Za-z0-9._~-]+)*$' },
     dataDir: { type: 'string', minLength: 1 },
     databaseUrl: { type: ['string', 'null'], pattern: '^mysql://' },
+    redisUrl: { type: ['string', 'null'], pattern: '^rediss?://' },
     plugins: {
       type: 'array',
       uniqueItems: true,
@@ -160,6 +166,7 @@ const environmentSettings: Record<string, { path: string[]; type: 'string' | 'in
   BASE_PATH: { path: ['basePath'], type: 'string' },
   DATA_DIR: { path: ['dataDir'], type: 'string' },
   DATABASE_URL: { path: ['databaseUrl'], type: 'nullable' },
+  REDIS_URL: { path: ['redisUrl'], type: 'nullable' },
   PLUGINS: { path: ['plugins'], type: 'list' },
   BODY_LIMIT: { path: ['bodyLimit'], type: 'integer' },
   TRUST_PROXY: { path: ['trustProxy'], type: 'list' },
@@ -249,6 +256,9 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
   if (config.databaseUrl !== null && config.databaseUrl !== undefined && !URL.canParse(config.databaseUrl)) {
     throw new ConfigError(`invalid setting databaseUrl: not a valid URL${shownValue('databaseUrl', config.databaseUrl)}`)
   }
+  if (config.redisUrl !== null && config.redisUrl !== undefined && !URL.canParse(config.redisUrl)) {
+    throw new ConfigError(`invalid setting redisUrl: not a valid URL${shownValue('redisUrl', config.redisUrl)}`)
+  }
   config.basePath = config.basePath.replace(/\/$/, '')
   config.dataDir = resolve(config.dataDir)
   return config
@@ -286,7 +296,7 @@ export function maskedUrl(url: string): string {
  */
 function shownValue(where: string, value: unknown): string {
   if (secretSetting.test(where)) return ''
-  if (where === 'databaseUrl' && typeof value === 'string') return ` (got ${JSON.stringify(maskedUrl(value))})`
+  if ((where === 'databaseUrl' || where === 'redisUrl') && typeof value === 'string') return ` (got ${JSON.stringify(maskedUrl(value))})`
   if (value === null || typeof value === 'number' || typeof value === 'boolean') return ` (got ${JSON.stringify(value)})`
   if (typeof value === 'string') return ` (got ${JSON.stringify(value.length > 100 ? `${value.slice(0, 100)}...` : value)})`
   return ''

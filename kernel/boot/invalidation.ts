@@ -1,16 +1,19 @@
 import type { KeyDirectory } from '../auth/keyDirectory.ts'
 import type { ResponseCache } from '../http/responseCache.ts'
 import type { ClusterLink, Invalidation } from './cluster.ts'
+import type { RedisInvalidation } from '../cluster/redisInvalidation.ts'
 
 /** The response-cache partition of everything cached for one key; dropped when that key changes. */
 export const keyPartition = (keyId: number) => `key:${keyId}`
 
 /**
  * Forgetting what a change made stale: a key's auth record and cached answers, every
- * loaded key and cached answer (an ACL or group change), or one cache partition. Applied here and, in
- * cluster mode, on every sibling worker.
+ * loaded key and cached answer (an ACL or group change), or one cache partition. Applied here and
+ * on every other process: through Redis pub/sub when configured (every process and
+ * cluster worker subscribes itself; the returned promise waits for the publish), else
+ * in cluster mode through the primary.
  */
-export function invalidation(keys: KeyDirectory, cache: ResponseCache, cluster: ClusterLink | undefined): (change: Invalidation) => void {
+export function invalidation(keys: KeyDirectory, cache: ResponseCache, cluster: ClusterLink | undefined, redis?: RedisInvalidation): (change: Invalidation) => Promise<void> {
   const apply = (change: Invalidation) => {
     if (change.kind === 'partition') return cache.invalidate(change.partition)
     if (change.kind === 'access') {
@@ -20,9 +23,17 @@ export function invalidation(keys: KeyDirectory, cache: ResponseCache, cluster: 
     keys.forget(change.keyId)
     cache.invalidate(keyPartition(change.keyId))
   }
+  if (redis) {
+    redis.onChange(apply)
+    return (change) => {
+      apply(change)
+      return redis.publish(change)
+    }
+  }
   cluster?.onInvalidation(apply)
   return (change) => {
     apply(change)
     cluster?.broadcast(change)
+    return Promise.resolve()
   }
 }

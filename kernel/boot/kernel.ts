@@ -32,6 +32,9 @@ import { accessLogStage } from '../observe/accessLog.ts'
 import { healthResponder } from '../http/health.ts'
 import { clientAddress } from '../http/clientAddress.ts'
 import { packageVersion } from './packageRoot.ts'
+import { RedisLink } from '../cluster/redisLink.ts'
+import { RedisInvalidation } from '../cluster/redisInvalidation.ts'
+import { redisLimiters } from '../limits/redisLimiters.ts'
 
 export interface KernelOptions {
   config: Config
@@ -86,7 +89,11 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     .catch(async (error) => { await database.close(); throw error })
 
   const keys = new KeyDirectory(db, secrets, clock, config.cache.maxEntries, config.cache.keyTtlSeconds)
-  const limiterStore = options.cluster?.limiters ?? inMemoryLimiters(clock)
+  // With Redis every process (cluster workers too) counts in Redis directly (D16).
+  const redis = config.redisUrl ? new RedisLink(config.redisUrl, logger) : null
+  const redisInvalidation = redis ? new RedisInvalidation(redis, report) : undefined
+  if (redis) await Promise.all([redis.connected(), redisInvalidation!.start()])
+  const limiterStore = redis ? redisLimiters(redis.commands, clock) : options.cluster?.limiters ?? inMemoryLimiters(clock)
   const rateLimits = new RateLimits(limiterStore)
   const credits = new CreditLedger(db, clock)
   const replayGuard = new ReplayGuard(limiterStore)
@@ -102,7 +109,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   auditRetention.start(60 * 60_000, report)
   callLog.flushObserver = (seconds) => metrics.observeFlush(seconds)
 
-  const invalidateEverywhere = invalidation(keys, cache, options.cluster)
+  const invalidateEverywhere = invalidation(keys, cache, options.cluster, redisInvalidation)
   const tenants = new Tenants(db, dialect, clock, config.people.timeZone)
   const keyAdministration = new KeyAdministration(db, dialect, secrets, clock, {
     key: (keyId) => invalidateEverywhere({ kind: 'key', keyId }),
@@ -142,8 +149,9 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     ...(config.metrics && config.metrics.port !== 0 ? [metrics.stage()] : []),
     accessLogStage(logger, config.log.access ?? 'errors', clientAddress(new Set(config.trustProxy))),
   ]
-  const pipelineFor = buildPipelines({ config, keys, rateLimits, credits, requestIds, callLog, cache, replayGuard, idempotency, daySecret, clock, report, observers })
-  const health = healthResponder({ ping: () => sql`select 1`.execute(db), logQueue: () => ({ queued: callLog.queued, max: config.log.queueMax }), closing: () => closing !== null })
+  const pipelineFor = buildPipelines({ config, keys, rateLimits, credits, requestIds, callLog, cache, replayGuard, idempotency, daySecret, clock, report, observers, publishing: redisInvalidation && (() => redisInvalidation.inFlight()) })
+  const health = healthResponder({ ping: () => sql`select 1`.execute(db), logQueue: () => ({ queued: callLog.queued, max: config.log.queueMax }), closing: () => closing !== null,
+    degraded: redis ? () => (redis.reachable ? null : 'redis unreachable; rate limits per process') : undefined })
   const server = createServer({ config, routes, clock, report, pipelineFor, outsideBasePath: health })
 
   let closing: Promise<void> | null = null
@@ -170,6 +178,9 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         await callLog.close()
         await metrics.close()
         for (const plugin of plugins) await plugin.close?.()
+        // The operator CLI's last changes are published before the connection goes.
+        await redisInvalidation?.inFlight()
+        await redis?.close()
         await nodes.release()
         await database.close()
       })()

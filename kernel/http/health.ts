@@ -9,6 +9,11 @@ export interface ReadinessChecks {
   closing: () => boolean
   /** Optional further checks (Redis, when configured); each true when usable. */
   extra?: (() => boolean | Promise<boolean>)[]
+  /**
+   * What works in a degraded way while the process stays ready (Redis away: limits per
+   * process), sent as a `Keygate-Degraded` header on /readyz; null when nothing is.
+   */
+  degraded?: () => string | null
 }
 
 const pingTimeoutMs = 1000
@@ -46,8 +51,8 @@ export function healthResponder(checks: ReadinessChecks): (request: IncomingMess
     return true
   }
 
-  function answer(response: ServerResponse, request: IncomingMessage, status: number, text: string): void {
-    response.writeHead(status, { ...headers, 'Content-Length': String(text.length) })
+  function answer(response: ServerResponse, request: IncomingMessage, status: number, text: string, degraded: string | null = null): void {
+    response.writeHead(status, { ...headers, 'Content-Length': String(text.length), ...(degraded === null ? {} : { 'Keygate-Degraded': degraded }) })
     response.end(request.method === 'HEAD' ? undefined : text)
   }
 
@@ -67,7 +72,7 @@ export function healthResponder(checks: ReadinessChecks): (request: IncomingMess
       return true
     }
     ready().then(
-      (isReady) => answer(response, request, isReady ? 200 : 503, isReady ? 'ok' : 'not ready'),
+      (isReady) => answer(response, request, isReady ? 200 : 503, isReady ? 'ok' : 'not ready', checks.degraded?.() ?? null),
       () => answer(response, request, 503, 'not ready'),
     )
     return true

@@ -23,6 +23,7 @@ import { handleStage } from './stages/handle.ts'
 import { logStage } from './stages/log.ts'
 import { replayStage } from './stages/replay.ts'
 import { idempotencyStage } from './stages/idempotency.ts'
+import { publishChangesStage } from './stages/publishChanges.ts'
 
 export interface PipelineParts {
   config: Config
@@ -40,6 +41,8 @@ export interface PipelineParts {
   report: (error: unknown) => void
   /** Stages with only an after phase that watch every call (metrics, access lines); their failures are reported, never the call's. */
   observers?: Stage[]
+  /** With Redis: the cache invalidations still being published (undefined when none). */
+  publishing?: () => Promise<void> | undefined
 }
 
 /**
@@ -65,6 +68,7 @@ export function buildPipelines(parts: PipelineParts): (request: IncomingMessage)
     // Writes only: a stored answer for a retry first, then a replayed signature is refused.
     writes: [idempotencyStage(idempotency, report), replayStage(replayGuard)],
     cache: config.cache.responses ? [cacheStage(cache)] : [],
+    publish: parts.publishing ? [publishChangesStage(parts.publishing)] : [],
     handler: handleStage(),
   }
   const failure = failureAnswer(report)
@@ -72,13 +76,13 @@ export function buildPipelines(parts: PipelineParts): (request: IncomingMessage)
   // A call without a body is verified at once; the rate limit comes before the ACL
   // decision, so a key probing paths it may not call spends its MaxHits too.
   const withoutBody = pipeline([
-    ...observers, stage.log, stage.authenticate, stage.verify, stage.rateLimit, stage.credits, stage.acl, stage.input, ...stage.writes, ...stage.cache, stage.handler,
+    ...observers, stage.log, stage.authenticate, stage.verify, stage.rateLimit, stage.credits, stage.acl, stage.input, ...stage.writes, ...stage.cache, ...stage.publish, stage.handler,
   ])
   // A call with a body is refused before a byte of it is read when its key, date or ACL
   // already says no; the body is read (up to the route's limit) only for a caller the
   // ACL admits, and the signature over it is verified after.
   const withBody = pipeline([
-    ...observers, stage.log, stage.closeUnread, stage.authenticate, stage.acl, stage.body, stage.verify, stage.rateLimit, stage.credits, stage.input, ...stage.writes, ...stage.cache, stage.handler,
+    ...observers, stage.log, stage.closeUnread, stage.authenticate, stage.acl, stage.body, stage.verify, stage.rateLimit, stage.credits, stage.input, ...stage.writes, ...stage.cache, ...stage.publish, stage.handler,
   ])
   return (request) => (announcesBody(request) ? withBody : withoutBody)
 }

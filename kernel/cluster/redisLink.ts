@@ -1,0 +1,73 @@
+import { Redis } from 'ioredis'
+import type { Logger } from '../observe/logger.ts'
+import { maskedUrl } from '../boot/config.ts'
+
+/**
+ * The kernel's connections to Redis (D16): one for commands (limits, PUBLISH) and one
+ * for the invalidation subscription (a subscribed connection can send nothing else).
+ * Commands are never queued while Redis is away (enableOfflineQueue off): a call must
+ * not wait for a reconnect, the per-process insurance limiter answers instead.
+ * ioredis reconnects by itself; the outage and the return are each logged once.
+ */
+export class RedisLink {
+  readonly commands: Redis
+  readonly subscriber: Redis
+  /** null until the first connection attempt ends. */
+  private up: boolean | null = null
+  private closed = false
+
+  constructor(url: string, private readonly logger: Logger) {
+    const options = {
+      enableOfflineQueue: false,
+      // A command on a dead socket fails fast instead of waiting for the reconnect.
+      maxRetriesPerRequest: 0,
+      connectTimeout: 2000,
+      retryStrategy: (attempt: number) => Math.min(attempt * 200, 2000),
+      lazyConnect: false,
+    }
+    this.commands = new Redis(url, options)
+    // The subscriber keeps its offline queue: its SUBSCRIBE is replayed on every reconnect.
+    this.subscriber = new Redis(url, { ...options, enableOfflineQueue: true, maxRetriesPerRequest: null })
+    const shown = maskedUrl(url)
+    this.commands.on('ready', () => {
+      if (this.up === true) return
+      if (this.up === false) this.logger.warn({ redis: shown }, 'redis reachable again: rate limits and cache invalidation are shared again')
+      // Debug only: the operator CLI's stdout carries its answers (a day code), not this.
+      else this.logger.debug({ redis: shown }, 'redis connected: rate limits and cache invalidation are shared')
+      this.up = true
+    })
+    // Said once per outage (or once when unreachable at start), not once per retry.
+    const down = () => {
+      if (this.up === false || this.closed) return
+      this.up = false
+      this.logger.error({ redis: shown }, 'redis unreachable: rate limits are counted per process and cache changes are not shared until it returns')
+    }
+    this.commands.on('close', down)
+    this.commands.on('error', down)
+    this.subscriber.on('error', () => {})
+  }
+
+  /** True while commands reach Redis. */
+  get reachable(): boolean {
+    return this.up === true && this.commands.status === 'ready'
+  }
+
+  /** Waits (bounded) for the first connection, so a start with Redis up begins shared. */
+  async connected(timeoutMs = 2000): Promise<void> {
+    if (this.reachable) return
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, timeoutMs)
+      function done() {
+        clearTimeout(timer)
+        resolve()
+      }
+      this.commands.once('ready', done)
+    })
+  }
+
+  async close(): Promise<void> {
+    this.closed = true
+    this.commands.disconnect()
+    this.subscriber.disconnect()
+  }
+}
