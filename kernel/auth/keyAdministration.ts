@@ -1,4 +1,4 @@
-import type { Kysely, Selectable, Updateable } from 'kysely'
+import type { Kysely, Selectable, Transaction, Updateable } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
 import { retryOnDeadlock, type Dialect } from '../storage/database.ts'
 import type { SecretBox } from './secrets.ts'
@@ -101,14 +101,7 @@ export class KeyAdministration {
   ): Promise<{ record: KeyRecord; secret: string } | undefined> {
     const edited = await retryOnDeadlock(() =>
       this.db.transaction().execute(async (trx) => {
-        const row = await trx
-          .selectFrom('api_keys')
-          .selectAll()
-          .where('id', '=', keyId)
-          .where('created_by', '=', editorKeyId)
-          .where('id', '<>', editorKeyId)
-          .$if(this.dialect === 'mysql', (query) => query.forUpdate())
-          .executeTakeFirst()
+        const row = await this.editableKey(trx, keyId, editorKeyId)
         if (!row) return undefined
         const changes = { ...change(withoutSecret(row)), updated_at: this.clock() }
         // A key that starts to count in a tenant (enabled again, or moved to another customer) needs room there.
@@ -149,14 +142,7 @@ export class KeyAdministration {
     const secret = newKeyCredentials().secret
     const rotated = await retryOnDeadlock(() =>
       this.db.transaction().execute(async (trx) => {
-        const row = await trx
-          .selectFrom('api_keys')
-          .selectAll()
-          .where('id', '=', keyId)
-          .where('created_by', '=', editorKeyId)
-          .where('id', '<>', editorKeyId)
-          .$if(this.dialect === 'mysql', (query) => query.forUpdate())
-          .executeTakeFirst()
+        const row = await this.editableKey(trx, keyId, editorKeyId)
         if (!row) return undefined
         const now = this.clock()
         const changes = {
@@ -177,6 +163,22 @@ export class KeyAdministration {
     if (!rotated) return undefined
     this.invalidate.key(keyId)
     return { record: withoutSecret(rotated), secret, oldSecretEnds: rotated.prev_secret_ends }
+  }
+
+  /**
+   * A key `editorKeyId` may change (D9): one it created, never itself. Locked for the
+   * rest of the transaction on MySQL, so two changes of one key apply one after the
+   * other (SQLite runs one transaction at a time anyway).
+   */
+  private editableKey(trx: Transaction<CoreTables>, keyId: number, editorKeyId: number) {
+    return trx
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('id', '=', keyId)
+      .where('created_by', '=', editorKeyId)
+      .where('id', '<>', editorKeyId)
+      .$if(this.dialect === 'mysql', (query) => query.forUpdate())
+      .executeTakeFirst()
   }
 
   /** The keys a key created, oldest first, with the groups each holds. */
