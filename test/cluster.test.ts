@@ -2,6 +2,7 @@ import t from 'tap'
 import { spawn, execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { freePort } from './helpers/freePort.ts'
+import { watchChild } from './helpers/childService.ts'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { signedHeaders, type SigningKey } from '../kernel/auth/signature.ts'
@@ -12,15 +13,10 @@ t.test('WORKERS=2: limits, cache invalidation and read-your-writes hold across w
   const env = { ...process.env, DATA_DIR: dataDir, PORT: String(port), WORKERS: '2' }
   delete (env as Record<string, string | undefined>).DATABASE_URL
   const service = spawn(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-  t.teardown(() => {
-    if (service.exitCode === null) service.kill('SIGKILL')
-    rmSync(dataDir, { recursive: true, force: true })
-  })
-  let output = ''
-  service.stdout.on('data', (chunk) => (output += chunk))
-  service.stderr.on('data', (chunk) => (output += chunk))
-  for (let waited = 0; !output.includes('2 workers') && waited < 30_000; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100))
-  t.match(output, /listening on .*; 2 workers/)
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const { output, waitFor } = watchChild(t, service)
+  await waitFor('2 workers')
+  t.match(output.text, /listening on .*; 2 workers/)
 
   const base = `http://127.0.0.1:${port}/v1.0`
   const stored = JSON.parse(readFileSync(join(dataDir, 'admin-key.json'), 'utf8'))

@@ -12,6 +12,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from './helpers/freePort.ts'
+import { watchChild } from './helpers/childService.ts'
 import { createScratchDatabase, mysqlProblem } from './helpers/scratchDatabase.ts'
 import { signedHeaders, type SigningKey } from '../kernel/auth/signature.ts'
 
@@ -22,15 +23,10 @@ async function clusterRun(t: Test, databaseUrl: string | null): Promise<void> {
   if (databaseUrl) env.DATABASE_URL = databaseUrl
   else delete env.DATABASE_URL
   const service = spawn(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-  t.teardown(() => {
-    if (service.exitCode === null) service.kill('SIGKILL')
-    rmSync(dataDir, { recursive: true, force: true })
-  })
-  let output = ''
-  service.stdout.on('data', (chunk) => (output += chunk))
-  service.stderr.on('data', (chunk) => (output += chunk))
-  for (let waited = 0; !output.includes('2 workers') && waited < 60_000; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100))
-  t.match(output, /listening on .*; 2 workers/)
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const { output, waitFor } = watchChild(t, service)
+  await waitFor('2 workers')
+  t.match(output.text, /listening on .*; 2 workers/)
 
   const base = `http://127.0.0.1:${port}/v1.0`
   const stored = JSON.parse(readFileSync(join(dataDir, 'admin-key.json'), 'utf8'))
