@@ -45,6 +45,13 @@ t.test('a tenant quota across three keys and a recreated key; the parent-wide qu
     const fresh = await call(recreated)
     t.equal(fresh.status, 429, 'a new key of the tenant does not reset the count')
     t.equal(fresh.text, 'Error: Tenant rate limit exceeded (6/1Mon)')
+    // Nor does a rotation: the quota belongs to the tenant, not to a key or its secret.
+    const rotatable = await insertKey(service, { parent: 7, custno: 1, created_by: service.admin.id })
+    const rotated = await service.call('POST', '/Api/Rotate/Key', { today: true, body: { KeyId: rotatable.id, OldSecretValidFor: 0 } })
+    t.equal(rotated.status, 200, rotated.text)
+    const afterRotation = await call({ id: rotatable.id, apiKey: rotatable.apiKey, secret: rotated.json.Api_Secret })
+    t.equal(afterRotation.status, 429, 'a rotated key does not reset the count')
+    t.equal(afterRotation.text, 'Error: Tenant rate limit exceeded (6/1Mon)')
 
     // Refused calls gave their point back to the parent: 6 of 9 are spent there.
     const others = []
