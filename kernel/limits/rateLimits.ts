@@ -119,58 +119,50 @@ interface WindowCounter {
 
 const dayCodeGuesses = 10
 
-export class RateLimits {
-  /** By window value (count and length): keys with the same window share one limiter. */
-  private readonly counters = new Map<string, WindowCounter>()
+/** One kind of window (a key's MaxHits, a tenant's quota): a limiter per distinct window, shared by everyone with that window. */
+class WindowCounters {
+  /** By window value (count and length). */
+  private readonly byValue = new Map<string, WindowCounter>()
   /**
    * By window object: a key's windows are parsed once when its record is loaded, so
    * the hot path finds its counter without building a lookup string per call.
    */
-  private readonly countersByWindow = new WeakMap<RateWindow, WindowCounter>()
-  /** Tenant quotas' counters, apart from the keys': the same window counts per tenant there. */
-  private readonly tenantCounters = new Map<string, WindowCounter>()
-  private readonly tenantCountersByWindow = new WeakMap<RateWindow, WindowCounter>()
+  private readonly byWindow = new WeakMap<RateWindow, WindowCounter>()
+
+  constructor(private readonly makeLimiter: LimiterFactory, private readonly keyPrefix: string, private readonly labelPrefix: string) {}
+
+  for(window: RateWindow): WindowCounter {
+    let counter = this.byWindow.get(window)
+    if (counter) return counter
+    const name = `${window.count}/${window.seconds}`
+    counter = this.byValue.get(name)
+    if (!counter) {
+      const label = `"${this.labelPrefix}${window.label}"`
+      counter = {
+        limiter: this.makeLimiter({ points: window.count, duration: window.seconds, keyPrefix: `${this.keyPrefix}:${name}` }),
+        policy: `${label};q=${window.count};w=${window.seconds}`,
+        policyName: label,
+      }
+      this.byValue.set(name, counter)
+    }
+    this.byWindow.set(window, counter)
+    return counter
+  }
+}
+
+export class RateLimits {
+  /** The keys' MaxHits windows, counted per key. */
+  private readonly keyCounters: WindowCounters
+  /** Tenant quotas' windows, apart from the keys': the same window counts per tenant there. */
+  private readonly tenantCounters: WindowCounters
   // Wrong day codes (D5) count here as well as on MaxHits, so guessing stays slow
   // even for a key without MaxHits.
   private readonly dayCodeFailures: WindowLimiter
 
-  constructor(private readonly makeLimiter: LimiterFactory = inMemoryLimiters()) {
+  constructor(makeLimiter: LimiterFactory = inMemoryLimiters()) {
     this.dayCodeFailures = makeLimiter({ points: dayCodeGuesses, duration: 60, keyPrefix: 'daycode' })
-  }
-
-  private counterFor(window: RateWindow): WindowCounter {
-    let counter = this.countersByWindow.get(window)
-    if (counter) return counter
-    const name = `${window.count}/${window.seconds}`
-    counter = this.counters.get(name)
-    if (!counter) {
-      counter = {
-        limiter: this.makeLimiter({ points: window.count, duration: window.seconds, keyPrefix: `maxhits:${name}` }),
-        policy: `"${window.label}";q=${window.count};w=${window.seconds}`,
-        policyName: `"${window.label}"`,
-      }
-      this.counters.set(name, counter)
-    }
-    this.countersByWindow.set(window, counter)
-    return counter
-  }
-
-  /** A tenant quota's counter: its own limiters (prefix `tenanthits:`), counted per tenant, not per key. */
-  private tenantCounterFor(window: RateWindow): WindowCounter {
-    let counter = this.tenantCountersByWindow.get(window)
-    if (counter) return counter
-    const name = `${window.count}/${window.seconds}`
-    counter = this.tenantCounters.get(name)
-    if (!counter) {
-      counter = {
-        limiter: this.makeLimiter({ points: window.count, duration: window.seconds, keyPrefix: `tenanthits:${name}` }),
-        policy: `"tenant-${window.label}";q=${window.count};w=${window.seconds}`,
-        policyName: `"tenant-${window.label}"`,
-      }
-      this.tenantCounters.set(name, counter)
-    }
-    this.tenantCountersByWindow.set(window, counter)
-    return counter
+    this.keyCounters = new WindowCounters(makeLimiter, 'maxhits', '')
+    this.tenantCounters = new WindowCounters(makeLimiter, 'tenanthits', 'tenant-')
   }
 
   /**
@@ -206,10 +198,10 @@ export class RateLimits {
       if (!allowed && (!refused || decision.resetMs > refused.resetMs)) refused = decision
       if (!tightest || decision.remaining < tightest.remaining) tightest = decision
     }
-    for (let index = 0; index < windows.length; index++) await count(this.counterFor(windows[index]), windows[index], caller.id, null)
+    for (let index = 0; index < windows.length; index++) await count(this.keyCounters.for(windows[index]), windows[index], caller.id, null)
     for (const quota of quotas) {
       const key = tenantCounterKey(quota)
-      for (const window of quota.windows) await count(this.tenantCounterFor(window), window, key, quota)
+      for (const window of quota.windows) await count(this.tenantCounters.for(window), window, key, quota)
     }
     if (refused && spared) for (const [limiter, key] of spared as [WindowLimiter, string | number][]) await limiter.reward(key, 1)
     return refused ?? tightest
@@ -221,7 +213,7 @@ export class RateLimits {
     for (const quota of caller.tenantQuotas ?? noQuotas) {
       const key = tenantCounterKey(quota)
       const windows: WindowStatus[] = []
-      for (const window of quota.windows) windows.push(windowStatus(window, await this.tenantCounterFor(window).limiter.get(key), now))
+      for (const window of quota.windows) windows.push(windowStatus(window, await this.tenantCounters.for(window).limiter.get(key), now))
       result.push({ parent: quota.parent, custno: quota.custno, windows })
     }
     return result
@@ -246,7 +238,7 @@ export class RateLimits {
   /** Per-window state without consuming (GET /api/read/limits). */
   async status(caller: CallerKey, now = Date.now()): Promise<WindowStatus[]> {
     const result: WindowStatus[] = []
-    for (const window of caller.rateWindows) result.push(windowStatus(window, await this.counterFor(window).limiter.get(caller.id), now))
+    for (const window of caller.rateWindows) result.push(windowStatus(window, await this.keyCounters.for(window).limiter.get(caller.id), now))
     return result
   }
 }
