@@ -273,6 +273,8 @@ export interface StaticFiles {
   folder: string
   /** The text of the 503 while the folder has no index.html (not built yet). */
   missing: string
+  /** Small files made at start beside the built ones (name -> text), e.g. settings the app reads. */
+  generated?: Record<string, string>
 }
 
 /** Identity helper that gives route handlers their types. */

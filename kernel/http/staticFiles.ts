@@ -41,20 +41,24 @@ interface StoredFile {
   immutable: boolean
 }
 
-function listFiles(folder: string): Map<string, StoredFile> {
+function stored(name: string, body: Buffer): StoredFile {
+  return {
+    body,
+    contentType: contentTypes[extname(name).toLowerCase()] ?? 'application/octet-stream',
+    etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
+    immutable: name.startsWith('assets/'),
+  }
+}
+
+function listFiles(mount: StaticFiles): Map<string, StoredFile> {
   const files = new Map<string, StoredFile>()
-  for (const entry of readdirSync(folder, { recursive: true, withFileTypes: true })) {
+  for (const entry of readdirSync(mount.folder, { recursive: true, withFileTypes: true })) {
     if (!entry.isFile()) continue
     const file = join(entry.parentPath, entry.name)
-    const name = relative(folder, file).split(sep).join('/')
-    const body = readFileSync(file)
-    files.set(name, {
-      body,
-      contentType: contentTypes[extname(name).toLowerCase()] ?? 'application/octet-stream',
-      etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
-      immutable: name.startsWith('assets/'),
-    })
+    const name = relative(mount.folder, file).split(sep).join('/')
+    files.set(name, stored(name, readFileSync(file)))
   }
+  for (const [name, text] of Object.entries(mount.generated ?? {})) files.set(name, stored(name, Buffer.from(text)))
   return files
 }
 
@@ -70,7 +74,7 @@ export function staticFilesResponder(mounts: readonly StaticFiles[]): (request: 
     const known = listings.get(mount)
     if (known) return known
     if (!existsSync(join(mount.folder, 'index.html'))) return null
-    const files = listFiles(mount.folder)
+    const files = listFiles(mount)
     listings.set(mount, files)
     return files
   }

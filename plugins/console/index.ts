@@ -19,7 +19,13 @@ const consolePlugin: Plugin = {
   setup: () => [],
   staticFiles: (config) => config.console?.enabled === false
     ? null
-    : { mount: '/console/', folder: builtFolder, missing: 'Error: The console is not built. Run npm install (or npm run build) in the service folder, then reload.' },
+    : {
+        mount: '/console/',
+        folder: builtFolder,
+        missing: 'Error: The console is not built. Run npm install (or npm run build) in the service folder, then reload.',
+        // The page calls the API under the base path, which only the config knows.
+        generated: { 'settings.json': JSON.stringify({ basePath: config.basePath }) },
+      },
 }
 
 export default consolePlugin
