@@ -15,6 +15,7 @@ import type { HashMethod } from './auth/signature.ts'
 import type { KeyAdministration } from './auth/keyAdministration.ts'
 import type { LiveServer } from './cluster/nodeRegistry.ts'
 import type { TenantServices } from './tenants/tenants.ts'
+import type { UsageCount, UsageQuery, UsageScope } from './callLog/usage.ts'
 
 export interface Migration {
   /** `dialect` says which engine runs it, for the few column types that differ. */
@@ -218,6 +219,8 @@ export interface KernelServices {
     /** A call's record, including one still waiting in the write queue; keyId must match. */
     find(requestId: number, keyId: number): Promise<(LogRecord & { Id: number }) | undefined>
     history(keyId: number, options: { page: number; size: number; from?: number; to?: number; apiFunction?: string }): Promise<{ total: number; records: Record<string, unknown>[] }>
+    /** Calls per time bucket (`stepMs`, from..to, at most 31 days) and status, of one key or every key of a tenant. */
+    usage(scope: UsageScope, query: UsageQuery): Promise<UsageCount[]>
   }
   readonly rateLimits: {
     status(caller: CallerKey): Promise<WindowStatus[]>
@@ -255,6 +258,23 @@ export interface Plugin {
    * object (tests, embedders) may carry it here.
    */
   history?: readonly HistoryEntry[]
+  /**
+   * Files the plugin serves as they are (a browser app), outside the base path and
+   * without credentials; null when its config turns them off. Asked once at start.
+   */
+  staticFiles?(config: Config): StaticFiles | null
+}
+
+/** A folder of built files served under `mount` (kernel/http/staticFiles.ts). */
+export interface StaticFiles {
+  /** Outside the base path, with both slashes: `/console/`. The path without its last slash redirects here. */
+  mount: string
+  /** Absolute path of the folder; its index.html answers the mount and every unknown page below it. */
+  folder: string
+  /** The text of the 503 while the folder has no index.html (not built yet). */
+  missing: string
+  /** Small files made at start beside the built ones (name -> text), e.g. settings the app reads. */
+  generated?: Record<string, string>
 }
 
 /** Identity helper that gives route handlers their types. */

@@ -21,6 +21,7 @@ export type {
   PluginDatabase,
   ResponseFormat,
   Route,
+  StaticFiles,
   WindowStatus,
 } from './plugin.ts'
 export { defineRoute } from './plugin.ts'
@@ -50,6 +51,9 @@ export type { LiveServer } from './cluster/nodeRegistry.ts'
 // Input checks with the kernel's own schema layer, and its 400 text.
 export { schemaCheck } from './http/schemas.ts'
 export { describeSchemaError } from './http/schemaErrors.ts'
+
+// The call log summed per time bucket and status (`kernel.callLog.usage`).
+export type { UsageCount, UsageQuery, UsageScope } from './callLog/usage.ts'
 
 // Tenants (D14): entitlements, usage counters, time zones and display players; `kernel.tenants`.
 export type { Addition, TenantServices, TenantUsage } from './tenants/tenants.ts'

@@ -4,6 +4,8 @@
  * `.js`), then every non-TypeScript file under plugins/ (history.json, static files)
  * copied beside the compiled plugin, where the plugin finds it from its own module URL.
  * config/ is not copied: the kernel reads it from the checkout (kernel/boot/packageRoot.ts).
+ * Last, Vite builds the web console (plugins/console/web, TypeScript + Preact + uPlot)
+ * into dist/console, which the console plugin serves at /console/.
  */
 import { spawnSync } from 'node:child_process'
 import { cpSync, existsSync, rmSync } from 'node:fs'
@@ -28,11 +30,36 @@ try {
 rmSync(dist, { recursive: true, force: true })
 const compiled = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { cwd: root, stdio: 'inherit' })
 if (compiled.status !== 0) process.exit(compiled.status ?? 1)
+const webSources = join(root, 'plugins', 'console', 'web')
 cpSync(join(root, 'plugins'), join(dist, 'plugins'), {
   recursive: true,
-  filter: (source) => !source.endsWith('.ts') || source.endsWith('.d.ts'),
+  // The console's browser sources are built by Vite below, not copied.
+  filter: (source) => source !== webSources && (!source.endsWith('.ts') || source.endsWith('.d.ts')),
 })
 if (!existsSync(join(dist, 'kernel', 'boot', 'main.js'))) {
   console.error('keygate build: dist/kernel/boot/main.js is missing after the build')
+  process.exit(1)
+}
+
+// The console: hashed assets under assets/ (served immutable), no inline script (the CSP forbids it).
+const { build } = await import('vite')
+await build({
+  root: webSources,
+  base: '/console/',
+  configFile: false,
+  logLevel: 'warn',
+  esbuild: { jsx: 'automatic', jsxImportSource: 'preact' },
+  build: {
+    outDir: join(dist, 'console'),
+    emptyOutDir: true,
+    target: 'es2022',
+    // Every asset a file of its own: a data: URL for a module would need a wider CSP.
+    assetsInlineLimit: 0,
+    modulePreload: { polyfill: false },
+    reportCompressedSize: false,
+  },
+})
+if (!existsSync(join(dist, 'console', 'index.html'))) {
+  console.error('keygate build: dist/console/index.html is missing after the build')
   process.exit(1)
 }

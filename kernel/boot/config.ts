@@ -59,6 +59,8 @@ export interface Config {
   metrics?: { port: number; host: string }
   /** The audit trail (issue 16): days a record is kept; absent = one year. */
   audit?: { retentionDays: number }
+  /** The web console at /console/ (plugins/console), outside the base path; on by default. */
+  console?: { enabled: boolean }
 }
 
 const positiveInt = { type: 'integer', minimum: 1 }
@@ -147,6 +149,12 @@ const schema = {
       required: ['retentionDays'],
       properties: { retentionDays: positiveInt },
     },
+    console: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['enabled'],
+      properties: { enabled: { type: 'boolean' } },
+    },
     metrics: {
       type: 'object',
       additionalProperties: false,
@@ -179,6 +187,7 @@ const environmentSettings: Record<string, { path: string[]; type: 'string' | 'in
   LOG_ACCESS: { path: ['log', 'access'], type: 'string' },
   METRICS_PORT: { path: ['metrics', 'port'], type: 'integer' },
   METRICS_HOST: { path: ['metrics', 'host'], type: 'string' },
+  CONSOLE_ENABLED: { path: ['console', 'enabled'], type: 'boolean' },
 }
 
 const defaultsFile = join(packageRoot, 'config', 'defaults.json')

@@ -6,7 +6,7 @@ import { migrate } from '../storage/migrator.ts'
 import { masterSecretBox, type SecretBox } from '../auth/secrets.ts'
 import { KeyAdministration } from '../auth/keyAdministration.ts'
 import { bootstrap, loadDaySecret, type RootKey } from './bootstrap.ts'
-import { loadPlugins } from './pluginLoader.ts'
+import { enabledPlugins, loadPlugins } from './pluginLoader.ts'
 import { mergedHistory } from './pluginHistory.ts'
 import { routeCatalog } from '../http/routeCatalog.ts'
 import { RouteTable } from '../http/router.ts'
@@ -30,6 +30,7 @@ import { createLogger, errorReporter, type Logger } from '../observe/logger.ts'
 import { KernelMetrics } from '../observe/metrics.ts'
 import { accessLogStage } from '../observe/accessLog.ts'
 import { healthResponder } from '../http/health.ts'
+import { staticFilesResponder } from '../http/staticFiles.ts'
 import { clientAddress } from '../http/clientAddress.ts'
 import { packageVersion } from './packageRoot.ts'
 import { RedisLink } from '../cluster/redisLink.ts'
@@ -72,7 +73,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const logger = options.logger ?? createLogger()
   const metrics: KernelMetrics = new KernelMetrics({ logQueued: () => callLog.queued, logQueueMax: config.log.queueMax }, packageVersion)
   const report = metrics.observeReport(options.report ?? errorReporter(logger, isStoreOutage))
-  const plugins = await loadPlugins(config.plugins, options.plugins)
+  const plugins = await loadPlugins(enabledPlugins(config), options.plugins)
   const database = openDatabase(config)
   const { db, dialect } = database
   try {
@@ -129,6 +130,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     callLog: {
       find: (requestId, keyId) => callLog.find(requestId, keyId),
       history: (keyId, query) => callLog.history(keyId, query),
+      usage: (scope, query) => callLog.usage(scope, query),
     },
     rateLimits: { status: (caller) => rateLimits.status(caller, clock()), tenantStatus: (caller) => rateLimits.tenantStatus(caller, clock()) },
     credits: { status: (keyId) => credits.status(keyId) },
@@ -152,7 +154,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const pipelineFor = buildPipelines({ config, keys, rateLimits, credits, requestIds, callLog, cache, replayGuard, idempotency, daySecret, clock, report, observers, publishing: redisInvalidation && (() => redisInvalidation.inFlight()) })
   const health = healthResponder({ ping: () => sql`select 1`.execute(db), logQueue: () => ({ queued: callLog.queued, max: config.log.queueMax }), closing: () => closing !== null,
     degraded: redis ? () => (redis.reachable ? null : 'redis unreachable; rate limits per process') : undefined })
-  const server = createServer({ config, routes, clock, report, pipelineFor, outsideBasePath: health })
+  const staticFiles = staticFilesResponder(plugins.flatMap((plugin) => plugin.staticFiles?.(config) ?? []))
+  const server = createServer({ config, routes, clock, report, pipelineFor, outsideBasePath: (request, response) => health(request, response) || staticFiles(request, response) })
 
   let closing: Promise<void> | null = null
   return {

@@ -39,6 +39,15 @@ function resolvePackage(specifier: string, baseDir: string): string {
 }
 
 /**
+ * The config's `plugins`, plus the built-in web console while `console.enabled` (its
+ * own switch, default on: it has no routes and no tables, only static files).
+ */
+export function enabledPlugins(config: { plugins: readonly string[]; console?: { enabled: boolean } }): readonly string[] {
+  if (config.console?.enabled === false || config.plugins.includes('console')) return config.plugins
+  return [...config.plugins, 'console']
+}
+
+/**
  * Loads the enabled plugins in config order (each module's default export, or its
  * `plugin` export). A config entry is a built-in plugin's name (`plugins/<name>/`), a
  * folder path (`./`, `../` or absolute, relative to `baseDir`), or an installed npm

@@ -5,6 +5,7 @@ import { CallLogQueue, type QueueOptions } from './queue.ts'
 import { CallLogRetention, type RetentionOptions } from './retention.ts'
 import { CallLogReads } from './reads.ts'
 import type { LogRow } from './record.ts'
+import { callUsage, type UsageCount, type UsageQuery, type UsageScope } from './usage.ts'
 
 export type { LogRow } from './record.ts'
 
@@ -21,7 +22,7 @@ export class CallLog {
   private readonly reads: CallLogReads
 
   constructor(
-    db: Kysely<CoreTables>,
+    private readonly db: Kysely<CoreTables>,
     options: CallLogOptions,
     clock: () => number,
     report: (error: unknown) => void,
@@ -75,6 +76,11 @@ export class CallLog {
 
   history(keyId: number, options: { page: number; size: number; from?: number; to?: number; apiFunction?: string }) {
     return this.reads.history(keyId, options)
+  }
+
+  /** Calls per time bucket and status, of a key or a tenant (usage.ts). */
+  usage(scope: UsageScope, query: UsageQuery): Promise<UsageCount[]> {
+    return callUsage(this.db, this.queue, scope, query)
   }
 
   lastId(): Promise<number> {

@@ -1,5 +1,9 @@
-import { badRequest, defineRoute, httpDate, notFound, parseInputDate, type CallerKey, type CreditStatus, type KernelServices, type Plugin, type TenantWindowStatus, type WindowStatus } from '../../kernel/sdk.ts'
+import { badRequest, defineRoute, notFound, parseInputDate, type CallerKey, type KernelServices, type Plugin } from '../../kernel/sdk.ts'
 import { levelsGroup, levelsRoute } from './levels.ts'
+import { fullLimitsAnswer, noCredits, windowRows, type FullLimits } from './limits.ts'
+import { usageGroup, usageRoute } from './usage.ts'
+
+export { timeLeftText } from './limits.ts'
 
 /**
  * The call-log plugin (interface 2.3, 4.4, 4.6; D7, D8): a key reads the log record of
@@ -48,93 +52,6 @@ interface HistoryRequest { page?: number; size?: number; From?: string; To?: str
  */
 const logReadTtlSeconds = 60
 
-const timeUnits: [seconds: number, singular: string, plural: string][] = [
-  [86_400, 'Day', 'Days'],
-  [3600, 'Hour', 'Hours'],
-  [60, 'Minute', 'Minutes'],
-]
-
-/** `"42 Seconds"`, `"5 Minutes"`, `"3 Hours"`, `"12 Days"`: whole units, rounded up, so it never says 0 while a wait remains. */
-export function timeLeftText(milliseconds: number): string {
-  const seconds = Math.max(0, Math.ceil(milliseconds / 1000))
-  for (const [unit, singular, plural] of timeUnits) {
-    // Switch to a unit only when it still says something precise enough (2 or more).
-    if (seconds >= 2 * unit) {
-      const count = Math.ceil(seconds / unit)
-      return `${count} ${count === 1 ? singular : plural}`
-    }
-  }
-  return `${seconds} ${seconds === 1 ? 'Second' : 'Seconds'}`
-}
-
-/** The D7 shape of GET /api/read/limits, one member per window in MaxHits order. */
-export function limitsAnswer(windows: WindowStatus[], now: number): Record<string, { Limit: number; Remain: number; ResetDate: string; TimeLeft: string }> {
-  const answer: Record<string, { Limit: number; Remain: number; ResetDate: string; TimeLeft: string }> = {}
-  for (const status of windows) {
-    answer[status.window.label] = {
-      Limit: status.window.count,
-      Remain: status.remaining,
-      ResetDate: httpDate(status.resetAt),
-      TimeLeft: timeLeftText(status.resetAt - now),
-    }
-  }
-  return answer
-}
-
-type WindowAnswer = ReturnType<typeof limitsAnswer>[string]
-
-/**
- * GET /Api/Read/Limits in full (issue 16): the key's windows as D7 has them, then, only
- * when there are any, `Tenant` (its own tenant's quota) and `ParentTenant` (the whole
- * parent's, for a key of a customer) in the same per-window shape, and `Credits`.
- */
-interface FullLimits {
-  [window: string]: WindowAnswer | Record<string, WindowAnswer> | CreditsAnswer
-}
-
-interface CreditsAnswer {
-  /** Calls left now. */
-  Remain: number
-  Refill: { Amount: number; Every: string } | null
-  /** The next refill; null without a Refill. */
-  RefillDate: string | null
-  TimeLeft: string | null
-}
-
-export function fullLimitsAnswer(caller: CallerKey, windows: WindowStatus[], tenants: TenantWindowStatus[], credits: CreditStatus, now: number): FullLimits {
-  const answer: FullLimits = limitsAnswer(windows, now)
-  for (const tenant of tenants) answer[tenant.custno === caller.custno ? 'Tenant' : 'ParentTenant'] = limitsAnswer(tenant.windows, now)
-  if (credits.credits !== null) {
-    answer.Credits = {
-      Remain: credits.credits,
-      Refill: credits.refill,
-      RefillDate: credits.refillAt === null ? null : httpDate(credits.refillAt),
-      TimeLeft: credits.refillAt === null ? null : timeLeftText(credits.refillAt - now),
-    }
-  }
-  return answer
-}
-
-/**
- * The limits answer as one record per window, for XML and CSV: the key's windows by
- * label, the tenant's as `Tenant 1Mon` (`ParentTenant 1Mon`), and the credits as
- * `Credits` (Limit the refill Amount, ResetDate the next refill).
- */
-function windowRows(answer: FullLimits) {
-  const rows: Record<string, unknown>[] = []
-  for (const [name, value] of Object.entries(answer)) {
-    if (name === 'Credits') {
-      const credits = value as CreditsAnswer
-      rows.push({ Window: 'Credits', Limit: credits.Refill?.Amount ?? null, Remain: credits.Remain, ResetDate: credits.RefillDate, TimeLeft: credits.TimeLeft })
-    } else if (name === 'Tenant' || name === 'ParentTenant') {
-      for (const [label, status] of Object.entries(value as Record<string, WindowAnswer>)) rows.push({ Window: `${name} ${label}`, ...status })
-    } else {
-      rows.push({ Window: name, ...(value as WindowAnswer) })
-    }
-  }
-  return rows
-}
-
 function inputTime(text: string | undefined, field: string): number | undefined {
   if (text === undefined) return undefined
   const time = parseInputDate(text)
@@ -169,8 +86,6 @@ async function readLog(kernel: KernelServices, caller: CallerKey, body: LogReque
   }
 }
 
-const noCredits: CreditStatus = { credits: null, refill: null, refillAt: null }
-
 interface HistoryAnswer { Total: number; Page: string; Calls: Record<string, unknown>[] }
 
 async function readHistory(kernel: KernelServices, caller: CallerKey, body: HistoryRequest): Promise<HistoryAnswer> {
@@ -198,6 +113,7 @@ const logPlugin: Plugin = {
       ],
     },
     levelsGroup,
+    usageGroup,
   ],
   setup(kernel) {
     return [
@@ -242,6 +158,7 @@ const logPlugin: Plugin = {
         },
       }),
       levelsRoute(),
+      usageRoute(kernel),
     ]
   },
 }

@@ -1,0 +1,79 @@
+/**
+ * The console's Keys page in a real browser (issue 18): sign in with the admin key,
+ * create a key and see its secret once (gone after a reload), call with it from Node,
+ * disable it in the console and see that call refused 401, rotate another key and see
+ * both secrets work during the overlap. Errors are the API's own `Error:` text.
+ */
+import t from 'tap'
+import { startService } from './helpers/service.ts'
+import { answerDayCode, consoleUrl, screenshot, signIn, withBrowser } from './helpers/browser.ts'
+
+t.test('create, use, disable and rotate a key in the console', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const page = await browser.newPage()
+  await signIn(page, service)
+  t.ok(await page.getByRole('heading', { name: 'Keys', level: 1 }).isVisible(), 'the Keys page opens first')
+  const stored = await page.evaluate(() => ({ cookies: document.cookie, url: location.href }))
+  t.equal(stored.cookies, '', 'no cookie')
+  t.notMatch(stored.url, service.admin.secret, 'the secret is not in the URL')
+
+  async function createKey(name: string) {
+    await page.getByRole('button', { name: 'Create key' }).click()
+    const form = page.getByRole('form', { name: 'Create a key' })
+    await form.getByLabel('Name (Display_Name)').fill(name)
+    await form.getByLabel(/Access list reader/).check()
+    await form.getByLabel(/Require HTTPS/).uncheck()
+    await form.getByRole('button', { name: 'Create' }).click()
+  }
+
+  await createKey('Console key')
+  // Creating a key needs the day code: the console asks for it.
+  await answerDayCode(page, service)
+  const apiKey = await page.getByTestId('new-api-key').textContent()
+  const secret = await page.getByTestId('new-api-secret').textContent()
+  t.match(apiKey, /^kg_/)
+  t.ok(secret && secret.length >= 40, 'the secret is shown')
+  await screenshot(page, 'keys-new-secret')
+  const key = { apiKey: apiKey!, secret: secret! }
+  t.equal((await service.call('GET', '/Api/Read/Acl', { key })).status, 200, 'the new key works from Node')
+
+  // Shown once: after a reload it is gone, and the page does not keep it anywhere.
+  await page.reload()
+  await page.getByRole('row', { name: /Console key/ }).waitFor()
+  t.equal(await page.getByTestId('new-api-secret').count(), 0, 'the secret is not shown again')
+  t.notOk((await page.content()).includes(key.secret), 'nor is it anywhere in the page')
+  t.notOk(await page.evaluate((value) => JSON.stringify(sessionStorage).includes(value), key.secret), 'nor in session storage')
+
+  // A mistake shows the API's own text: the name is taken.
+  await createKey('Console key')
+  await page.getByText("Error: Display Name 'Console key' is already defined.").waitFor()
+  t.pass('a taken name shows the API error text')
+  await page.getByRole('button', { name: 'Cancel' }).click()
+
+  // Disable in the console: the next call with the key is refused.
+  await page.getByRole('button', { name: 'Disable Console key' }).click()
+  await page.getByText('Key "Console key" disabled.').waitFor()
+  t.equal((await service.call('GET', '/Api/Read/Acl', { key })).status, 401, 'a disabled key gets 401')
+  await page.getByRole('button', { name: 'Enable Console key' }).waitFor()
+
+  // Rotate another key with an overlap: old and new secrets both work.
+  await createKey('Rotated key')
+  const rotatedKey = await page.getByTestId('new-api-key').textContent()
+  const oldSecret = await page.getByTestId('new-api-secret').textContent()
+  await page.getByRole('button', { name: 'I have stored it' }).click()
+  await page.getByRole('button', { name: 'Rotate Rotated key' }).click()
+  await page.getByLabel('Old secret keeps working for').selectOption({ label: '1 hour' })
+  await page.getByRole('button', { name: 'Rotate now' }).click()
+  await page.getByText(/The old secret keeps working until/).waitFor()
+  const newSecret = await page.getByTestId('new-api-secret').textContent()
+  t.not(newSecret, oldSecret)
+  await screenshot(page, 'keys-rotated')
+  t.equal((await service.call('GET', '/Api/Read/Acl', { key: { apiKey: rotatedKey!, secret: newSecret! } })).status, 200, 'the new secret works')
+  t.equal((await service.call('GET', '/Api/Read/Acl', { key: { apiKey: rotatedKey!, secret: oldSecret! } })).status, 200, 'the old secret works during the overlap')
+
+  // Sign out forgets the session.
+  await page.getByRole('button', { name: 'Sign out' }).click()
+  await page.goto(consoleUrl(service, 'keys'))
+  await page.getByRole('heading', { name: 'Sign in to keygate' }).waitFor()
+  t.equal(await page.evaluate(() => sessionStorage.length), 0, 'nothing left in session storage')
+}))

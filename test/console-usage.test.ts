@@ -1,0 +1,35 @@
+/**
+ * The console's Usage page in a real browser (issue 18): the calls just made with a key
+ * appear in its chart and table, per status, with its rate-limit window as a gauge.
+ */
+import t from 'tap'
+import { startService } from './helpers/service.ts'
+import { consoleUrl, screenshot, signIn, withBrowser } from './helpers/browser.ts'
+
+t.test('the usage chart shows the calls just made', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const groups = (await service.call('GET', '/Api/Read/Groups')).json as { Id: number }[]
+  const created = await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: 'Busy key', GroupId: groups.map((group) => group.Id), Require_Https: 0, MaxHits: '50/1Hour' } })
+  const key = { apiKey: created.json.Api_Key, secret: created.json.Api_Secret }
+  for (let i = 0; i < 7; i++) await service.call('GET', '/Api/Read/Acl', { key })
+  await service.call('POST', '/Api/Read/Log', { key, body: { LogRequestId: 1 } })
+
+  const page = await browser.newPage()
+  await signIn(page, service)
+  await page.goto(consoleUrl(service, 'usage'))
+  await page.getByLabel('Whose calls').selectOption({ label: 'Busy key' })
+  await page.getByTestId('usage-total').filter({ hasText: /^8$/ }).waitFor()
+  t.pass('8 calls counted')
+  t.equal(await page.locator('.chart canvas').count(), 1, 'the chart is drawn')
+  t.match(await page.locator('.chart').getAttribute('aria-label'), /by status, 8 in all/)
+  const rows = await page.getByRole('region', { name: 'Calls by status' }).locator('tbody tr').allTextContents()
+  t.equal(rows.length, 2)
+  t.match(rows[0], /200.*7$/)
+  t.match(rows[1], /404.*1$/)
+  t.ok(await page.getByLabel(/Window 1Hour: 8 of 50 used/).isVisible(), 'the key\'s window as a gauge')
+  await screenshot(page, 'usage-key')
+
+  await page.getByLabel('Period').selectOption('30d')
+  await page.getByText(/Calls per day and status/).waitFor()
+  t.pass('the 30-day view')
+}))
