@@ -2,6 +2,7 @@
 import autocannon from 'autocannon'
 import { signedHeaders, type SigningKey } from '../../kernel/auth/signature.ts'
 import { connections, seconds } from './settings.ts'
+import { cpuSeconds } from './processes.ts'
 
 export interface Row {
   scenario: string
@@ -13,6 +14,8 @@ export interface Row {
   errors: number
   /** Cores the load generator (this process) kept busy during the run. */
   clientCores?: number
+  /** CPU (user + system) the server process used per answered call, in µs; when its pid was given. */
+  serverMicrosPerCall?: number
   note?: string
 }
 
@@ -20,6 +23,7 @@ export interface Row {
 export interface Measured {
   result: autocannon.Result
   clientCores: number
+  serverMicrosPerCall?: number
 }
 
 /** A signed call outside the load (setup). */
@@ -50,7 +54,8 @@ export interface Load {
 }
 
 /** Every request signed; with one key the signature is reused within its second, as a real client may. */
-export async function measure(url: string | string[], load: Load, limits: { seconds?: number; amount?: number } = {}): Promise<Measured> {
+/** `serverPid`: the process whose CPU per call is reported (the profiler's own figures count time the process was descheduled). */
+export async function measure(url: string | string[], load: Load, limits: { seconds?: number; amount?: number; serverPid?: number } = {}): Promise<Measured> {
   let second = -1
   let signed: Record<string, string> = {}
   const requests = [{
@@ -73,15 +78,17 @@ export async function measure(url: string | string[], load: Load, limits: { seco
     },
   }]
   const cpuBefore = process.cpuUsage()
+  const serverBefore = limits.serverPid ? cpuSeconds(limits.serverPid) : 0
   const startedAt = performance.now()
   const result = await autocannon({ url: url as string, connections, duration: limits.seconds ?? seconds, amount: limits.amount, requests })
   const cpu = process.cpuUsage(cpuBefore)
   const clientCores = Math.round(((cpu.user + cpu.system) / 1000 / (performance.now() - startedAt)) * 100) / 100
-  return { result, clientCores }
+  const serverMicrosPerCall = limits.serverPid ? Math.round(((cpuSeconds(limits.serverPid) - serverBefore) * 1e6) / Math.max(1, result.requests.total)) : undefined
+  return { result, clientCores, serverMicrosPerCall }
 }
 
 export function summarise(scenario: string, measured: Measured, bare: number | null, note?: string): Row {
-  const { result, clientCores } = measured
+  const { result, clientCores, serverMicrosPerCall } = measured
   const row: Row = {
     scenario,
     requestsPerSecond: Math.round(result.requests.average),
@@ -91,9 +98,10 @@ export function summarise(scenario: string, measured: Measured, bare: number | n
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
     clientCores,
+    serverMicrosPerCall,
     note,
   }
-  console.log(`  ${scenario}: ${row.requestsPerSecond} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, ratio ${row.ratioToBare ?? '-'}, non-2xx ${row.non2xx}, client ${clientCores} cores${note ? `, ${note}` : ''}`)
+  console.log(`  ${scenario}: ${row.requestsPerSecond} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, ratio ${row.ratioToBare ?? '-'}, non-2xx ${row.non2xx}, client ${clientCores} cores${serverMicrosPerCall === undefined ? '' : `, server ${serverMicrosPerCall} µs CPU/call`}${note ? `, ${note}` : ''}`)
   return row
 }
 

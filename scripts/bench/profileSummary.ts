@@ -41,6 +41,8 @@ function foreignConcern(frame: CallFrame): string {
   if (functionName === '(idle)') return '(idle)'
   if (functionName === '(garbage collector)') return 'GC'
   if (functionName === '(program)') return 'V8/native (program)'
+  // The socket write syscall; its samples also hold the time the process waited for a core.
+  if (url === '' && /^write(v|Utf8String|Latin1String|Buffer)$/.test(functionName)) return 'socket write (syscall)'
   const module = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)
   if (module) return `module ${module[1]}`
   if (/node:internal\/(http|_http)|node:_http|node:http/.test(url) || /^_http/.test(url)) return 'node:http'
@@ -68,7 +70,8 @@ export function summariseProfile(profile: CpuProfile, window?: { fromMicros: num
   const concern = (id: number): string => {
     const known = concernOf.get(id)
     if (known !== undefined) return known
-    let found: string | null = null
+    const leaf = byId.get(id)!.callFrame
+    let found: string | null = leaf.url === '' && /^write(v|Utf8String|Latin1String|Buffer)$/.test(leaf.functionName) ? foreignConcern(leaf) : null
     for (let at: number | undefined = id; at !== undefined && found === null; at = parentOf.get(at)) found = ownConcern(byId.get(at)!.callFrame.url)
     const result = found ?? foreignConcern(byId.get(id)!.callFrame)
     concernOf.set(id, result)
