@@ -8,6 +8,9 @@ import type { CoreTables } from './coreTables.ts'
 
 export type Dialect = 'sqlite' | 'mysql'
 
+/** SQLite: rows bound to one multi-row insert statement by insertMany. */
+const rowsPerStatement = 32
+
 /** One database for the kernel and its plugins: a typed Kysely handle over SQLite or MySQL. */
 export interface Database {
   readonly dialect: Dialect
@@ -56,15 +59,33 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   }
   const db = new Kysely<CoreTables>({ dialect: new SqliteDialect({ database }) })
   // Prepared once per table and column list; identifiers are ours, values are bound.
+  // Rows go `rowsPerStatement` to one statement (the rest one by one): one native call
+  // and one bound array per chunk instead of per row.
   const inserters = new Map<string, (rows: readonly Record<string, unknown>[]) => void>()
   const inserterFor = (table: string, columns: string[]) => {
     const name = `${table}(${columns.join(',')})`
     let inserter = inserters.get(name)
     if (!inserter) {
       const quote = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`
-      const statement = file.prepare(`insert into ${quote(table)} (${columns.map(quote).join(', ')}) values (${columns.map(() => '?').join(', ')})`)
+      const tuple = `(${columns.map(() => '?').join(', ')})`
+      const insertOf = (count: number) => file.prepare(`insert into ${quote(table)} (${columns.map(quote).join(', ')}) values ${Array(count).fill(tuple).join(', ')}`)
+      // SQLite binds at most 32766 values per statement.
+      const chunk = Math.max(1, Math.min(rowsPerStatement, Math.floor(32766 / columns.length)))
+      const single = insertOf(1)
+      const several = chunk > 1 ? insertOf(chunk) : single
+      const bind = (rows: readonly Record<string, unknown>[], from: number, count: number) => {
+        const values: unknown[] = new Array(count * columns.length)
+        let at = 0
+        for (let index = from; index < from + count; index++) {
+          const row = rows[index]
+          for (const column of columns) values[at++] = row[column] ?? null
+        }
+        return values
+      }
       inserter = file.transaction((rows: readonly Record<string, unknown>[]) => {
-        for (const row of rows) statement.run(columns.map((column) => row[column] ?? null))
+        let index = 0
+        for (; index + chunk <= rows.length; index += chunk) several.run(bind(rows, index, chunk))
+        for (; index < rows.length; index++) single.run(bind(rows, index, 1))
       })
       inserters.set(name, inserter)
     }
