@@ -75,7 +75,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const metrics: KernelMetrics = new KernelMetrics({ logQueued: () => callLog.queued, logQueueMax: config.log.queueMax }, packageVersion)
   const report = metrics.observeReport(options.report ?? errorReporter(logger, isStoreOutage))
   const plugins = await loadPlugins(config.plugins, options.plugins)
-  const database = openDatabase(config)
+  const database = openDatabase(config, { checkpointInBackground: true })
   const { db, dialect } = database
   try {
     await migrate(db, dialect, 'kernel', coreMigrations(dialect))

@@ -5,6 +5,7 @@ import SQLite from 'better-sqlite3'
 import { LRUCache } from 'lru-cache'
 import { createPool } from 'mysql2'
 import type { CoreTables } from './coreTables.ts'
+import { WalCheckpointer } from './walCheckpointer.ts'
 
 export type Dialect = 'sqlite' | 'mysql'
 
@@ -25,7 +26,11 @@ export interface Database {
   close(): Promise<void>
 }
 
-export function openDatabase(options: { databaseUrl: string | null; dataDir: string }): Database {
+/**
+ * `checkpointInBackground` (the service's own database, not the CLI's): SQLite's WAL
+ * checkpoints run in a worker thread instead of inside the service's commits.
+ */
+export function openDatabase(options: { databaseUrl: string | null; dataDir: string }, { checkpointInBackground = false } = {}): Database {
   if (options.databaseUrl) return openMysql(options.databaseUrl)
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 })
   const path = join(options.dataDir, 'keygate.sqlite')
@@ -36,6 +41,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   file.pragma('synchronous = NORMAL')
   file.pragma('busy_timeout = 5000')
   file.pragma('foreign_keys = ON')
+  const checkpointer = checkpointInBackground ? new WalCheckpointer(file, path) : null
   // Kysely prepares every query it runs; each prepared statement holds native memory
   // that only a garbage collection gives back. Keeping them by SQL text prepares each
   // query shape once and keeps that memory bounded. (Kysely runs one statement at a
@@ -98,7 +104,10 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
       if (rows.length === 0) return
       inserterFor(table, Object.keys(rows[0]))(rows as readonly Record<string, unknown>[])
     },
-    close: () => db.destroy(),
+    async close() {
+      await checkpointer?.stop()
+      await db.destroy()
+    },
   }
 }
 
