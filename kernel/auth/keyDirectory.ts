@@ -86,6 +86,11 @@ export class KeyDirectory {
     this.quotasByTenant = new LRUCache({ max: 10_000, ttl: ttlSeconds * 1000 })
   }
 
+  /** Loaded keys (and remembered misses) and access profiles held now: both bounded (cache.maxEntries, 10,000). */
+  get sizes(): { keys: number; accessProfiles: number } {
+    return { keys: this.records.size, accessProfiles: this.profiles.size }
+  }
+
   /** The cached record if there is one: the hot path stays synchronous on a hit. */
   cached(apiKey: string): AuthRecord | false | undefined {
     return this.records.get(apiKey)

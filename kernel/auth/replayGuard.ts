@@ -6,6 +6,14 @@ import type { CallerKey } from '../plugin.ts'
 export const longestReplayMemoryMs = 24 * 3_600_000
 
 /**
+ * Signatures one in-memory replay window remembers at most (issue 19: bounded memory,
+ * about 150 MB at the worst). Past it the oldest are forgotten first: a replay is then
+ * missed only if a million other writes came between the signature's use and its replay
+ * inside the clock window.
+ */
+export const replayMemoryMax = 1_000_000
+
+/**
  * The memory of signatures already used for a state-changing call (issue 12): a
  * second use within the key's clock window is a replay. Kept by the same limiter store
  * as the rate limits, as a window of one point per signature, so it is bounded in time

@@ -21,7 +21,7 @@ import { createServer } from '../http/server.ts'
 import type { ClusterLink } from './cluster.ts'
 import { invalidation, keyPartition } from './invalidation.ts'
 import { buildPipelines } from '../http/pipelines.ts'
-import { ReplayGuard } from '../auth/replayGuard.ts'
+import { ReplayGuard, replayMemoryMax } from '../auth/replayGuard.ts'
 import { IdempotencyStore } from '../http/idempotencyStore.ts'
 import { NodeRegistry, followNodeId } from '../cluster/nodeRegistry.ts'
 import { Tenants } from '../tenants/tenants.ts'
@@ -60,6 +60,8 @@ export interface Kernel {
   readonly createdRootKey: RootKey | null
   readonly daySecret: Buffer
   readonly logger: Logger
+  /** How many entries the per-key memories hold now (issue 19: each is bounded; tests check it). */
+  cacheSizes(): { keys: number; accessProfiles: number; responses: number; rateCounts: number }
   /** The mounted routes, by plugin: what this instance answers. */
   routes(): { plugin: string; method: string; path: string; dayCode: boolean; hasBody: boolean }[]
   listen(): Promise<{ port: number; url: string }>
@@ -74,7 +76,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const metrics: KernelMetrics = new KernelMetrics({ logQueued: () => callLog.queued, logQueueMax: config.log.queueMax }, packageVersion)
   const report = metrics.observeReport(options.report ?? errorReporter(logger, isStoreOutage))
   const plugins = await loadPlugins(enabledPlugins(config), options.plugins)
-  const database = openDatabase(config)
+  const database = openDatabase(config, { checkpointInBackground: true })
   const { db, dialect } = database
   try {
     await migrate(db, dialect, 'kernel', coreMigrations(dialect))
@@ -94,10 +96,12 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const redis = config.redisUrl ? new RedisLink(config.redisUrl, logger) : null
   const redisInvalidation = redis ? new RedisInvalidation(redis, report) : undefined
   if (redis) await Promise.all([redis.connected(), redisInvalidation!.start()])
-  const limiterStore = redis ? redisLimiters(redis.commands, clock) : options.cluster?.limiters ?? inMemoryLimiters(clock)
+  // In memory, rate counts are bounded per window (twice the loaded keys); the replay
+  // memory more generously, since a signature it forgets could be replayed.
+  const limiterStore = redis ? redisLimiters(redis.commands, clock) : options.cluster?.limiters ?? inMemoryLimiters(clock, 2 * config.cache.maxEntries)
   const rateLimits = new RateLimits(limiterStore)
   const credits = new CreditLedger(db, clock)
-  const replayGuard = new ReplayGuard(limiterStore)
+  const replayGuard = new ReplayGuard(redis || options.cluster ? limiterStore : inMemoryLimiters(clock, replayMemoryMax))
   const idempotency = new IdempotencyStore(db, clock, 2 * config.timeouts.requestMs)
   idempotency.startPurging(10 * 60_000, report)
   const requestIds = new RequestIds(nodes.nodeId, clock)
@@ -166,6 +170,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     createdRootKey,
     daySecret,
     logger,
+    cacheSizes: () => ({ ...keys.sizes, responses: cache.size, rateCounts: rateLimits.counted }),
     routes: () => routes.routes().map(({ plugin, route }) => ({ plugin, method: route.method, path: route.path, dayCode: route.dayCode === true, hasBody: route.body !== undefined })),
     async listen() {
       await metrics.listen(config.metrics)

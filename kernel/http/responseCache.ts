@@ -27,6 +27,11 @@ export class ResponseCache {
     })
   }
 
+  /** Answers held now (bounded by maxEntries and maxBytes). */
+  get size(): number {
+    return this.entries.size
+  }
+
   key(routeId: number, partition: string, variant: string): string {
     return `${routeId}\u0000${partition}\u0000${this.generations.get(partition) ?? 0}\u0000${variant}`
   }

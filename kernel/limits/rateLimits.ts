@@ -34,22 +34,36 @@ interface WindowCount {
 
 const sweepEveryMs = 60_000
 
+/** Counts one in-memory window keeps at most (default; see MemoryWindowLimiter). */
+export const defaultMaxCounts = 100_000
+
 /**
  * A fixed window counted in this process. Not rate-limiter-flexible's RateLimiterMemory:
  * that one expires each count with a setTimeout, which Node cannot hold beyond 24.8
  * days, so a 1Mon window would reset after every call. Here counts expire by the
  * (injectable) clock when touched, and a sweep now and then drops the idle ones.
+ *
+ * Memory is bounded (issue 19 goal 4): at most `maxCounts` keys are counted; when a new
+ * key would pass that, the expired counts go first, then the oldest-opened ones (a key
+ * whose count was dropped starts a fresh window: only keys idle behind `maxCounts`
+ * busier ones, far more than the key directory keeps loaded, ever lose a count).
  */
 export class MemoryWindowLimiter implements WindowLimiter {
   private readonly counts = new Map<string | number, WindowCount>()
   private nextSweepAt = 0
 
-  constructor(private readonly points: number, private readonly durationMs: number, private readonly clock: () => number) {}
+  constructor(private readonly points: number, private readonly durationMs: number, private readonly clock: () => number, private readonly maxCounts = defaultMaxCounts) {}
+
+  /** How many keys are counted now (tests check the bound). */
+  get size(): number {
+    return this.counts.size
+  }
 
   private current(key: string | number, now: number): WindowCount {
     if (now >= this.nextSweepAt) this.sweep(now)
     let count = this.counts.get(key)
     if (count === undefined) {
+      if (this.counts.size >= this.maxCounts) this.makeRoom(now)
       count = { consumed: 0, resetAt: now + this.durationMs }
       this.counts.set(key, count)
     } else if (count.resetAt <= now) {
@@ -64,24 +78,42 @@ export class MemoryWindowLimiter implements WindowLimiter {
     for (const [key, count] of this.counts) if (count.resetAt <= now) this.counts.delete(key)
   }
 
+  // A Map iterates in insertion order: the first entries are the oldest-opened counts.
+  private makeRoom(now: number): void {
+    this.sweep(now)
+    for (const key of this.counts.keys()) {
+      if (this.counts.size < this.maxCounts) break
+      this.counts.delete(key)
+    }
+  }
+
   private result(count: WindowCount, now: number, first: boolean): RateLimiterRes {
     return new RateLimiterRes(Math.max(0, this.points - count.consumed), count.resetAt - now, count.consumed, first)
   }
 
-  consume(key: string | number, points = 1): Promise<RateLimiterRes> {
+  /** `consume` without a promise, for callers that stay synchronous on the hot path. */
+  consumeNow(key: string | number, points = 1): { result: RateLimiterRes; allowed: boolean } {
     const now = this.clock()
     const count = this.current(key, now)
     const first = count.consumed === 0
     count.consumed += points
-    const result = this.result(count, now, first)
-    return count.consumed > this.points ? Promise.reject(result) : Promise.resolve(result)
+    return { result: this.result(count, now, first), allowed: count.consumed <= this.points }
   }
 
-  reward(key: string | number, points = 1): Promise<RateLimiterRes> {
+  consume(key: string | number, points = 1): Promise<RateLimiterRes> {
+    const { result, allowed } = this.consumeNow(key, points)
+    return allowed ? Promise.resolve(result) : Promise.reject(result)
+  }
+
+  rewardNow(key: string | number, points = 1): RateLimiterRes {
     const now = this.clock()
     const count = this.current(key, now)
     count.consumed = Math.max(0, count.consumed - points)
-    return Promise.resolve(this.result(count, now, false))
+    return this.result(count, now, false)
+  }
+
+  reward(key: string | number, points = 1): Promise<RateLimiterRes> {
+    return Promise.resolve(this.rewardNow(key, points))
   }
 
   get(key: string | number): Promise<RateLimiterRes | null> {
@@ -91,9 +123,9 @@ export class MemoryWindowLimiter implements WindowLimiter {
   }
 }
 
-/** The store of a single process: fixed windows in memory, on the kernel's clock. */
-export function inMemoryLimiters(clock: () => number = Date.now): LimiterFactory {
-  return (options) => new MemoryWindowLimiter(options.points, options.duration * 1000, clock)
+/** The store of a single process: fixed windows in memory, on the kernel's clock, each counting at most `maxCounts` keys. */
+export function inMemoryLimiters(clock: () => number = Date.now, maxCounts = defaultMaxCounts): LimiterFactory {
+  return (options) => new MemoryWindowLimiter(options.points, options.duration * 1000, clock, maxCounts)
 }
 
 export interface RateDecision {
@@ -131,6 +163,13 @@ class WindowCounters {
 
   constructor(private readonly makeLimiter: LimiterFactory, private readonly keyPrefix: string, private readonly labelPrefix: string) {}
 
+  /** Keys counted in this process over every window (0 with a shared store). */
+  get counted(): number {
+    let total = 0
+    for (const counter of this.byValue.values()) if (counter.limiter instanceof MemoryWindowLimiter) total += counter.limiter.size
+    return total
+  }
+
   for(window: RateWindow): WindowCounter {
     let counter = this.byWindow.get(window)
     if (counter) return counter
@@ -159,8 +198,12 @@ export class RateLimits {
   // even for a key without MaxHits.
   private readonly dayCodeFailures: WindowLimiter
 
+  /** Every limiter the factory makes is a MemoryWindowLimiter: `consumeNow` can answer. */
+  private readonly inMemory: boolean
+
   constructor(makeLimiter: LimiterFactory = inMemoryLimiters()) {
     this.dayCodeFailures = makeLimiter({ points: dayCodeGuesses, duration: 60, keyPrefix: 'daycode' })
+    this.inMemory = this.dayCodeFailures instanceof MemoryWindowLimiter
     this.keyCounters = new WindowCounters(makeLimiter, 'maxhits', '')
     this.tenantCounters = new WindowCounters(makeLimiter, 'tenanthits', 'tenant-')
   }
@@ -172,39 +215,54 @@ export class RateLimits {
    * allowance, nor its tenant's.
    */
   async consume(caller: CallerKey): Promise<RateDecision | null> {
+    const now = this.consumeNow(caller)
+    if (now !== undefined) return now
+    const tally = new Tally(caller)
     const windows = caller.rateWindows
-    // Callers made by hand (tests) may have no tenant quotas at all.
+    for (let index = 0; index < windows.length; index++) {
+      const counter = this.keyCounters.for(windows[index])
+      tally.add(counter, windows[index], caller.id, null, await settled(counter.limiter.consume(caller.id)))
+    }
+    for (const quota of tally.quotas) {
+      const key = tenantCounterKey(quota)
+      for (const window of quota.windows) {
+        const counter = this.tenantCounters.for(window)
+        tally.add(counter, window, key, quota, await settled(counter.limiter.consume(key)))
+      }
+    }
+    if (tally.refused && tally.spared) for (const [limiter, key] of tally.spared) await limiter.reward(key, 1)
+    return tally.decision()
+  }
+
+  /**
+   * `consume` without a promise when every window is counted in this process (the
+   * default store): the rate-limit stage then costs no microtask. Undefined when some
+   * window lives in a shared store (cluster primary, Redis): use `consume`.
+   */
+  consumeNow(caller: CallerKey): RateDecision | null | undefined {
+    const windows = caller.rateWindows
     const quotas = caller.tenantQuotas ?? noQuotas
     if (windows.length === 0 && quotas.length === 0) return null
-    const several = windows.length + quotas.length > 1
-    let tightest: RateDecision | null = null
-    let refused: RateDecision | null = null
-    let spared: [WindowLimiter, string | number][] | null = null
-    const count = async (counter: WindowCounter, window: RateWindow, key: string | number, quota: TenantQuota | null) => {
-      let result: RateLimiterRes
-      let allowed = true
-      try {
-        result = await counter.limiter.consume(key)
-      } catch (rejection) {
-        if (!(rejection instanceof RateLimiterRes)) throw rejection
-        result = rejection
-        allowed = false
-      }
-      const decision: RateDecision = {
-        allowed, window, remaining: result.remainingPoints, resetMs: result.msBeforeNext, policy: counter.policy, policyName: counter.policyName, quota,
-      }
-      if (allowed && several) (spared ??= []).push([counter.limiter, key])
-      // Of several spent windows, the one that frees up last decides Retry-After.
-      if (!allowed && (!refused || decision.resetMs > refused.resetMs)) refused = decision
-      if (!tightest || decision.remaining < tightest.remaining) tightest = decision
+    if (!this.inMemory) return undefined
+    const tally = new Tally(caller)
+    for (let index = 0; index < windows.length; index++) {
+      const counter = this.keyCounters.for(windows[index])
+      tally.add(counter, windows[index], caller.id, null, (counter.limiter as MemoryWindowLimiter).consumeNow(caller.id))
     }
-    for (let index = 0; index < windows.length; index++) await count(this.keyCounters.for(windows[index]), windows[index], caller.id, null)
     for (const quota of quotas) {
       const key = tenantCounterKey(quota)
-      for (const window of quota.windows) await count(this.tenantCounters.for(window), window, key, quota)
+      for (const window of quota.windows) {
+        const counter = this.tenantCounters.for(window)
+        tally.add(counter, window, key, quota, (counter.limiter as MemoryWindowLimiter).consumeNow(key))
+      }
     }
-    if (refused && spared) for (const [limiter, key] of spared as [WindowLimiter, string | number][]) await limiter.reward(key, 1)
-    return refused ?? tightest
+    if (tally.refused && tally.spared) for (const [limiter, key] of tally.spared) (limiter as MemoryWindowLimiter).rewardNow(key, 1)
+    return tally.decision()
+  }
+
+  /** Keys and tenants counted in this process, over all windows (issue 19: bounded). */
+  get counted(): number {
+    return this.keyCounters.counted + this.tenantCounters.counted
   }
 
   /** Each tenant quota's windows without consuming (GET /Api/Read/Limits). */
@@ -244,6 +302,43 @@ export class RateLimits {
 }
 
 const noQuotas: readonly TenantQuota[] = Object.freeze([])
+
+/** A consume's outcome as a value: a refusal is a RateLimiterRes rejection; anything else is thrown on. */
+function settled(pending: Promise<RateLimiterRes>): Promise<{ result: RateLimiterRes; allowed: boolean }> {
+  return pending.then((result) => ({ result, allowed: true }), (rejection) => {
+    if (!(rejection instanceof RateLimiterRes)) throw rejection
+    return { result: rejection, allowed: false }
+  })
+}
+
+/** One consume's windows as they are counted: the tightest, the refusing one, and those to give back on a refusal. */
+class Tally {
+  tightest: RateDecision | null = null
+  refused: RateDecision | null = null
+  spared: [WindowLimiter, string | number][] | null = null
+  /** Callers made by hand (tests) may have no tenant quotas at all. */
+  readonly quotas: readonly TenantQuota[]
+  private readonly several: boolean
+
+  constructor(caller: CallerKey) {
+    this.quotas = caller.tenantQuotas ?? noQuotas
+    this.several = caller.rateWindows.length + this.quotas.length > 1
+  }
+
+  add(counter: WindowCounter, window: RateWindow, key: string | number, quota: TenantQuota | null, { result, allowed }: { result: RateLimiterRes; allowed: boolean }): void {
+    const decision: RateDecision = {
+      allowed, window, remaining: result.remainingPoints, resetMs: result.msBeforeNext, policy: counter.policy, policyName: counter.policyName, quota,
+    }
+    if (allowed && this.several) (this.spared ??= []).push([counter.limiter, key])
+    // Of several spent windows, the one that frees up last decides Retry-After.
+    if (!allowed && (!this.refused || decision.resetMs > this.refused.resetMs)) this.refused = decision
+    if (!this.tightest || decision.remaining < this.tightest.remaining) this.tightest = decision
+  }
+
+  decision(): RateDecision | null {
+    return this.refused ?? this.tightest
+  }
+}
 
 /** The limiter key of a tenant quota: one count per tenant, whichever of its keys calls. */
 function tenantCounterKey(quota: TenantQuota): string {

@@ -5,8 +5,12 @@ import SQLite from 'better-sqlite3'
 import { LRUCache } from 'lru-cache'
 import { createPool } from 'mysql2'
 import type { CoreTables } from './coreTables.ts'
+import { WalCheckpointer } from './walCheckpointer.ts'
 
 export type Dialect = 'sqlite' | 'mysql'
+
+/** SQLite: rows bound to one multi-row insert statement by insertMany. */
+const rowsPerStatement = 32
 
 /** One database for the kernel and its plugins: a typed Kysely handle over SQLite or MySQL. */
 export interface Database {
@@ -22,7 +26,11 @@ export interface Database {
   close(): Promise<void>
 }
 
-export function openDatabase(options: { databaseUrl: string | null; dataDir: string }): Database {
+/**
+ * `checkpointInBackground` (the service's own database, not the CLI's): SQLite's WAL
+ * checkpoints run in a worker thread instead of inside the service's commits.
+ */
+export function openDatabase(options: { databaseUrl: string | null; dataDir: string }, { checkpointInBackground = false } = {}): Database {
   if (options.databaseUrl) return openMysql(options.databaseUrl)
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 })
   const path = join(options.dataDir, 'keygate.sqlite')
@@ -33,6 +41,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   file.pragma('synchronous = NORMAL')
   file.pragma('busy_timeout = 5000')
   file.pragma('foreign_keys = ON')
+  const checkpointer = checkpointInBackground ? new WalCheckpointer(file, path) : null
   // Kysely prepares every query it runs; each prepared statement holds native memory
   // that only a garbage collection gives back. Keeping them by SQL text prepares each
   // query shape once and keeps that memory bounded. (Kysely runs one statement at a
@@ -56,15 +65,33 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   }
   const db = new Kysely<CoreTables>({ dialect: new SqliteDialect({ database }) })
   // Prepared once per table and column list; identifiers are ours, values are bound.
+  // Rows go `rowsPerStatement` to one statement (the rest one by one): one native call
+  // and one bound array per chunk instead of per row.
   const inserters = new Map<string, (rows: readonly Record<string, unknown>[]) => void>()
   const inserterFor = (table: string, columns: string[]) => {
     const name = `${table}(${columns.join(',')})`
     let inserter = inserters.get(name)
     if (!inserter) {
       const quote = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`
-      const statement = file.prepare(`insert into ${quote(table)} (${columns.map(quote).join(', ')}) values (${columns.map(() => '?').join(', ')})`)
+      const tuple = `(${columns.map(() => '?').join(', ')})`
+      const insertOf = (count: number) => file.prepare(`insert into ${quote(table)} (${columns.map(quote).join(', ')}) values ${Array(count).fill(tuple).join(', ')}`)
+      // SQLite binds at most 32766 values per statement.
+      const chunk = Math.max(1, Math.min(rowsPerStatement, Math.floor(32766 / columns.length)))
+      const single = insertOf(1)
+      const several = chunk > 1 ? insertOf(chunk) : single
+      const bind = (rows: readonly Record<string, unknown>[], from: number, count: number) => {
+        const values: unknown[] = new Array(count * columns.length)
+        let at = 0
+        for (let index = from; index < from + count; index++) {
+          const row = rows[index]
+          for (const column of columns) values[at++] = row[column] ?? null
+        }
+        return values
+      }
       inserter = file.transaction((rows: readonly Record<string, unknown>[]) => {
-        for (const row of rows) statement.run(columns.map((column) => row[column] ?? null))
+        let index = 0
+        for (; index + chunk <= rows.length; index += chunk) several.run(bind(rows, index, chunk))
+        for (; index < rows.length; index++) single.run(bind(rows, index, 1))
       })
       inserters.set(name, inserter)
     }
@@ -77,7 +104,10 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
       if (rows.length === 0) return
       inserterFor(table, Object.keys(rows[0]))(rows as readonly Record<string, unknown>[])
     },
-    close: () => db.destroy(),
+    async close() {
+      await checkpointer?.stop()
+      await db.destroy()
+    },
   }
 }
 

@@ -26,6 +26,18 @@ const unknownKey = 'Unknown or inactive API key.'
  * No credentials at all: an anonymous caller, whom the ACL stage admits to Is_Public paths only.
  */
 export function authenticateStage(keys: KeyDirectory, clock: () => number): Stage {
+  // Clients reuse one x-apidate for every call within its second: the last one parsed
+  // is kept (text and time), so the date is parsed about once a second, not per call.
+  let lastDateText = ''
+  let lastDateTime: number | null = null
+  const parsedDate = (text: string): number | null => {
+    if (text !== lastDateText) {
+      lastDateTime = parseApiDate(text)
+      lastDateText = text
+    }
+    return lastDateTime
+  }
+
   function identify(exchange: Exchange, record: AuthRecord | false): void {
     if (!record) throw unauthorized(unknownKey)
     const caller = record.caller
@@ -36,7 +48,7 @@ export function authenticateStage(keys: KeyDirectory, clock: () => number): Stag
     const credentials = exchange.credentials!
     if (credentials.apiDate === undefined) throw unauthorized('Missing credential x-apidate.')
     if (credentials.apiHmac === undefined) throw unauthorized('Missing credential x-apihmac.')
-    const callerTime = parseApiDate(credentials.apiDate)
+    const callerTime = parsedDate(credentials.apiDate)
     if (callerTime === null) throw unauthorized('x-apidate must be an HTTP-date (Sun, 22 Nov 2026 08:49:37 GMT) or RFC 3339 UTC.')
     if (!dateWithinWindow(callerTime, now, caller.allowHours)) throw unauthorized('x-apidate is outside the allowed clock window.')
     exchange.record = record
@@ -55,11 +67,14 @@ export function authenticateStage(keys: KeyDirectory, clock: () => number): Stag
         exchange.caller = anonymousCaller
         return
       }
-      // A typo in a checksummed key costs no cache entry and no query (keyChecksum.ts).
-      if (!plausibleApiKey(credentials.apiKey)) throw unauthorized(unknownKey)
-      // The common case stays synchronous: a cached key.
+      // The common case stays synchronous: a cached key (only a plausible key is ever
+      // loaded, so a cached one needs no second checksum).
       const record = keys.cached(credentials.apiKey)
-      if (record === undefined) return keys.load(credentials.apiKey).then((loaded) => identify(exchange, loaded))
+      if (record === undefined) {
+        // A typo in a checksummed key costs no cache entry and no query (keyChecksum.ts).
+        if (!plausibleApiKey(credentials.apiKey)) throw unauthorized(unknownKey)
+        return keys.load(credentials.apiKey).then((loaded) => identify(exchange, loaded))
+      }
       identify(exchange, record)
     },
   }

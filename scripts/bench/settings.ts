@@ -1,0 +1,11 @@
+/** The benchmark's settings, read from the environment once (see scripts/bench.ts). */
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+export const benchRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
+export const seconds = Number(process.env.BENCH_SECONDS ?? 10)
+export const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
+/** Alternating runs per goal-1/2 measurement (median taken). */
+export const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
+export const databaseUrl = process.env.DATABASE_URL ?? null
+export const databaseName: 'sqlite' | 'mariadb' = databaseUrl ? 'mariadb' : 'sqlite'

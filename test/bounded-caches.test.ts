@@ -1,0 +1,51 @@
+/**
+ * Issue 19 goal 4: memory stays bounded however many distinct keys call. Checked
+ * structurally, never by time or RSS: after more distinct keys than `cache.maxEntries`
+ * have each called (signed, rate-limited, cached answers), the per-key memories hold
+ * no more than their bounds, and every call was still answered correctly.
+ */
+import t from 'tap'
+import { loadConfig } from '../kernel/boot/config.ts'
+import { MemoryWindowLimiter } from '../kernel/limits/rateLimits.ts'
+import { forEachDatabase, startService } from './helpers/service.ts'
+import { insertKey } from './helpers/keys.ts'
+
+const maxEntries = 20
+const callers = 3 * maxEntries
+
+t.test('a rate-limit window counts at most its bound of keys; the oldest-opened go first', async (t) => {
+  let now = 1_000_000
+  const limiter = new MemoryWindowLimiter(2, 3_600_000, () => now, 5)
+  for (let key = 0; key < 12; key++) await limiter.consume(key)
+  t.ok(limiter.size <= 5, `12 keys counted, ${limiter.size} kept`)
+  // The newest key keeps its count: a second call uses its last point, a third is refused.
+  await limiter.consume(11)
+  await t.rejects(limiter.consume(11), 'the newest count was kept')
+  // An expired count makes room before a live one is dropped.
+  now += 3_600_001
+  await limiter.consume('fresh')
+  t.equal(limiter.size, 1, 'expired counts swept first')
+})
+
+t.test('per-key memories stay within their bounds after more distinct keys than they hold', async (t) => {
+  await forEachDatabase(t, async (t, kind) => {
+    const defaults = loadConfig({}, {})
+    const service = await startService(t, { kind, config: { cache: { ...defaults.cache, maxEntries } } })
+    const keys = []
+    for (let index = 0; index < callers; index++) keys.push(await insertKey(service, { max_hits: '1000/1Hour,100000/1Mon' }))
+    for (const key of keys) {
+      const answer = await service.call('GET', '/Api/Read/Acl', { key })
+      t.equal(answer.status, 200, 'answered')
+      if (answer.status !== 200) break
+    }
+    const sizes = service.kernel.cacheSizes()
+    t.ok(sizes.keys <= maxEntries, `loaded keys ${sizes.keys} <= ${maxEntries}`)
+    t.ok(sizes.responses <= maxEntries, `cached answers ${sizes.responses} <= ${maxEntries}`)
+    // Two windows per key, each bounded at twice the loaded keys.
+    t.ok(sizes.rateCounts <= 2 * 2 * maxEntries, `rate counts ${sizes.rateCounts} <= ${2 * 2 * maxEntries}`)
+    t.ok(sizes.rateCounts > 0, 'the calls were counted')
+    // The first key, long evicted everywhere, still calls and is loaded again.
+    const again = await service.call('GET', '/Api/Read/Acl', { key: keys[0] })
+    t.equal(again.status, 200, 'an evicted key is loaded again')
+  })
+})
