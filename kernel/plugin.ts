@@ -15,6 +15,7 @@ import type { HashMethod } from './auth/signature.ts'
 import type { KeyAdministration } from './auth/keyAdministration.ts'
 import type { LiveServer } from './cluster/nodeRegistry.ts'
 import type { TenantServices } from './tenants/tenants.ts'
+import type { EventHandler, KernelEvent } from './events/events.ts'
 
 export interface Migration {
   /** `dialect` says which engine runs it, for the few column types that differ. */
@@ -241,6 +242,22 @@ export interface KernelServices {
   history(): readonly HistoryEntry[]
   /** Tenant entitlements and usage, the room check a create runs in its transaction, time zones, display players (D14). */
   readonly tenants: TenantServices
+  /**
+   * Events (issue 17): `subscribe` a handler that runs inside the transaction of the
+   * change that causes each event (write an outbox row there); `emit` one of your own
+   * inside your change's transaction.
+   */
+  readonly events: {
+    subscribe(handler: EventHandler): void
+    emit(trx: Kysely<any>, event: KernelEvent): Promise<void>
+  }
+  /** Seals a secret a plugin keeps (AES-256-GCM under the master key) and opens it; `context` binds it to its record. */
+  readonly secrets: {
+    seal(plaintext: string, context: string): string
+    open(sealed: string, context: string): string
+  }
+  /** Work to stop when the kernel closes (a background loop), before the database closes. */
+  onClose(stop: () => Promise<void>): void
 }
 
 export interface Plugin {

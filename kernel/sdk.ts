@@ -61,6 +61,9 @@ export { calendarDayAt, isTimeZone, type CalendarDay } from './tenants/timeZone.
 // An answer of its own content type and status (a page, a feed, an image, a 304), sent as it is instead of json/xml/csv.
 export { RawAnswer } from './http/rawAnswer.ts'
 
+// Events (issue 17): `kernel.events.subscribe/emit`, inside the transaction of the change.
+export type { EventHandler, EventType, KernelEvent } from './events/events.ts'
+
 // Tables that behave the same on SQLite and MySQL/MariaDB.
 export { isUniqueViolation, portableTable, retryOnDeadlock, type Dialect } from './storage/database.ts'
 

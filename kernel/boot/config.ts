@@ -59,6 +59,27 @@ export interface Config {
   metrics?: { port: number; host: string }
   /** The audit trail (issue 16): days a record is kept; absent = one year. */
   audit?: { retentionDays: number }
+  /** Events (issue 17): how often keys near their EndDate are looked for; absent = every minute. */
+  events?: { expiryScanMs: number }
+  /** The webhooks plugin (issue 17); absent = its defaults (https only, no private address). */
+  webhooks?: WebhookSettings
+}
+
+/** Where and how webhooks are delivered (issue 17, docs/webhooks.md). */
+export interface WebhookSettings {
+  /** http:// URLs too (otherwise https only). */
+  allowHttp: boolean
+  /** Addresses or CIDR ranges a delivery may reach although private, loopback or link-local. */
+  allowAddresses: string[]
+  /** One attempt's limit: connecting, sending, and the receiver's answer. */
+  timeoutMs: number
+  /** The wait before the first retry; each next one doubles it (with jitter), up to maxRetryDelayMs. */
+  firstRetryMs: number
+  maxRetryDelayMs: number
+  /** How long a delivery is retried before it is marked failed (24 hours). */
+  retryForMs: number
+  /** How often each process looks for due deliveries. */
+  pollMs: number
 }
 
 const positiveInt = { type: 'integer', minimum: 1 }
@@ -141,6 +162,26 @@ const schema = {
       required: ['heartbeatMs', 'expireMs'],
       properties: { heartbeatMs: { type: 'integer', minimum: 50 }, expireMs: { type: 'integer', minimum: 100 } },
     },
+    events: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['expiryScanMs'],
+      properties: { expiryScanMs: { type: 'integer', minimum: 50 } },
+    },
+    webhooks: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['allowHttp', 'allowAddresses', 'timeoutMs', 'firstRetryMs', 'maxRetryDelayMs', 'retryForMs', 'pollMs'],
+      properties: {
+        allowHttp: { type: 'boolean' },
+        allowAddresses: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 64 } },
+        timeoutMs: { type: 'integer', minimum: 100, maximum: 120_000 },
+        firstRetryMs: { type: 'integer', minimum: 10 },
+        maxRetryDelayMs: { type: 'integer', minimum: 10 },
+        retryForMs: { type: 'integer', minimum: 1000 },
+        pollMs: { type: 'integer', minimum: 10 },
+      },
+    },
     audit: {
       type: 'object',
       additionalProperties: false,
@@ -179,6 +220,11 @@ const environmentSettings: Record<string, { path: string[]; type: 'string' | 'in
   LOG_ACCESS: { path: ['log', 'access'], type: 'string' },
   METRICS_PORT: { path: ['metrics', 'port'], type: 'integer' },
   METRICS_HOST: { path: ['metrics', 'host'], type: 'string' },
+  EVENTS_EXPIRY_SCAN_MS: { path: ['events', 'expiryScanMs'], type: 'integer' },
+  WEBHOOKS_ALLOW_HTTP: { path: ['webhooks', 'allowHttp'], type: 'boolean' },
+  WEBHOOKS_ALLOW_ADDRESSES: { path: ['webhooks', 'allowAddresses'], type: 'list' },
+  WEBHOOKS_FIRST_RETRY_MS: { path: ['webhooks', 'firstRetryMs'], type: 'integer' },
+  WEBHOOKS_POLL_MS: { path: ['webhooks', 'pollMs'], type: 'integer' },
 }
 
 const defaultsFile = join(packageRoot, 'config', 'defaults.json')

@@ -150,7 +150,12 @@ class WindowCounters {
   }
 }
 
+/** Told of each counted call's new count in a window (issue 17's key.usage); set only while someone listens. */
+export type WindowCountWatcher = (caller: CallerKey, window: RateWindow, quota: TenantQuota | null, used: number, resetMs: number) => void
+
 export class RateLimits {
+  /** key.usage (kernel/events/usageEvents.ts); null: nothing is done per call. */
+  counted: WindowCountWatcher | null = null
   /** The keys' MaxHits windows, counted per key. */
   private readonly keyCounters: WindowCounters
   /** Tenant quotas' windows, apart from the keys': the same window counts per tenant there. */
@@ -194,6 +199,7 @@ export class RateLimits {
         allowed, window, remaining: result.remainingPoints, resetMs: result.msBeforeNext, policy: counter.policy, policyName: counter.policyName, quota,
       }
       if (allowed && several) (spared ??= []).push([counter.limiter, key])
+      if (allowed && this.counted !== null) this.counted(caller, window, quota, result.consumedPoints, result.msBeforeNext)
       // Of several spent windows, the one that frees up last decides Retry-After.
       if (!allowed && (!refused || decision.resetMs > refused.resetMs)) refused = decision
       if (!tightest || decision.remaining < tightest.remaining) tightest = decision
