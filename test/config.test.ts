@@ -11,7 +11,7 @@ t.test('defaults, file, environment, in that order', async (t) => {
   t.equal(config.port, 8080)
   t.equal(config.basePath, '/v1.0')
   t.equal(config.databaseUrl, null)
-  t.same(config.plugins, ['keys', 'acl', 'log', 'people', 'api', 'account'])
+  t.same(config.plugins, ['keys', 'acl', 'log', 'people', 'api', 'account', 'webhooks'])
   t.equal(config.nodeId, null, 'node ids are claimed from the database unless configured')
   t.same(config.nodes, { heartbeatMs: 10000, expireMs: 30000 })
   t.equal(config.people.timeZone, 'UTC')

@@ -7,14 +7,7 @@ import t from 'tap'
 import { Webhook } from 'standardwebhooks'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
 import { groupNamed, insertKey, keyTestGroups, tenantKey } from './helpers/keys.ts'
-import { startReceiver, type Receiver } from './helpers/webhookReceiver.ts'
-import type { Config } from '../kernel/boot/config.ts'
-
-/** Deliveries in milliseconds rather than seconds: the same backoff, shorter. */
-export const fastWebhooks: Partial<Config> = {
-  webhooks: { allowHttp: true, allowAddresses: ['127.0.0.1'], timeoutMs: 2000, firstRetryMs: 100, maxRetryDelayMs: 400, retryForMs: 86_400_000, pollMs: 50 },
-  events: { expiryScanMs: 100 },
-}
+import { fastWebhooks, startReceiver, type Receiver } from './helpers/webhookReceiver.ts'
 
 const allEvents = ['key.expiring', 'key.usage', 'key.changed', 'key.rotated', 'key.disabled', 'people.import.finished']
 

@@ -2,6 +2,13 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Test } from 'tap'
+import type { Config } from '../../kernel/boot/config.ts'
+
+/** Deliveries to loopback over http, in milliseconds rather than seconds: the same backoff, shorter. */
+export const fastWebhooks: Partial<Config> = {
+  webhooks: { allowHttp: true, allowAddresses: ['127.0.0.1'], timeoutMs: 2000, firstRetryMs: 100, maxRetryDelayMs: 400, retryForMs: 86_400_000, pollMs: 50 },
+  events: { expiryScanMs: 100 },
+}
 
 export interface Received {
   id: string
@@ -17,6 +24,8 @@ export interface Receiver {
   readonly received: Received[]
   /** Every attempt that reached it, answered or not. */
   attempts: number
+  /** The webhook-id of every attempt that reached it, in order. */
+  readonly attemptIds: string[]
   /** The status it answers (default 200). */
   status: number
   /** Stops listening (connections refused) until `up`. */
@@ -33,6 +42,7 @@ export async function startReceiver(t: Test, port = 0): Promise<Receiver> {
     port: 0,
     received: [],
     attempts: 0,
+    attemptIds: [],
     status: 200,
     async down() {
       await new Promise((done) => {
@@ -55,6 +65,7 @@ export async function startReceiver(t: Test, port = 0): Promise<Receiver> {
   }
   const makeServer = () => createServer((request, response) => {
     receiver.attempts++
+    receiver.attemptIds.push(String(request.headers['webhook-id']))
     const chunks: Buffer[] = []
     request.on('data', (chunk) => chunks.push(chunk))
     request.on('end', () => {
