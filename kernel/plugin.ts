@@ -16,6 +16,7 @@ import type { KeyAdministration } from './auth/keyAdministration.ts'
 import type { LiveServer } from './cluster/nodeRegistry.ts'
 import type { TenantServices } from './tenants/tenants.ts'
 import type { EventHandler, KernelEvent } from './events/events.ts'
+import type { Logger } from './observe/logger.ts'
 
 export interface Migration {
   /** `dialect` says which engine runs it, for the few column types that differ. */
@@ -258,6 +259,12 @@ export interface KernelServices {
   }
   /** Work to stop when the kernel closes (a background loop), before the database closes. */
   onClose(stop: () => Promise<void>): void
+  /**
+   * The service log (pino JSON lines), bound with `{ plugin: name }` for the plugin it is
+   * given to: for what happens off any call (a background loop's failure). Secrets are
+   * redacted as in the kernel's own lines.
+   */
+  readonly log: Logger
 }
 
 export interface Plugin {

@@ -144,11 +144,13 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     events: { subscribe: (handler) => events.subscribe(handler), emit: (trx, event) => events.emit(trx, event) },
     secrets: { seal: (plaintext, context) => secrets.seal(plaintext, context), open: (sealed, context) => secrets.open(sealed, context) },
     onClose: (stop) => void closers.push(stop),
+    log: logger,
   }
 
   const routes = new RouteTable(config.basePath)
   for (const plugin of plugins) {
-    for (const route of await plugin.setup(services)) routes.add(plugin.name, route)
+    // Each plugin's lines say which plugin wrote them.
+    for (const route of await plugin.setup({ ...services, log: logger.child({ plugin: plugin.name }) })) routes.add(plugin.name, route)
   }
   // Issue 17: usage thresholds and expiry warnings are noticed only when a plugin listens.
   const expiryScan = new ExpiryScan(db, events, clock, report)

@@ -21,7 +21,7 @@ export function webhookRoutes(kernel: KernelServices): Route[] {
   const guard = new AddressGuard(settings.allowAddresses)
   const db = kernel.db.withTables<WebhookTables>()
   kernel.events.subscribe(outboxWriter(kernel.dialect, kernel.clock))
-  const sender = new WebhookSender(db, kernel, settings, guard, (error) => console.error('webhooks:', error))
+  const sender = new WebhookSender(db, kernel, settings, guard, kernel.log)
   sender.start()
   kernel.onClose(() => sender.stop())
   const admin = new WebhookAdmin(kernel, db, settings, guard)

@@ -3,7 +3,7 @@ import { request as httpRequest, type RequestOptions } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import type { LookupFunction } from 'node:net'
 import type { Kysely } from 'kysely'
-import type { KernelServices } from '../../kernel/sdk.ts'
+import type { KernelServices, Logger } from '../../kernel/sdk.ts'
 import type { WebhookTables } from './tables.ts'
 import { signatureHeaders } from './signing.ts'
 import { AddressRefused, type AddressGuard, type CheckedAddress } from './addressGuard.ts'
@@ -42,8 +42,11 @@ export class WebhookSender {
     private readonly kernel: Pick<KernelServices, 'clock' | 'secrets'>,
     private readonly settings: WebhookSettings,
     private readonly guard: AddressGuard,
-    private readonly report: (error: unknown) => void,
+    /** The plugin's service log: a round's unexpected failure, a delivery given up on. */
+    private readonly log: Logger,
   ) {}
+
+  private readonly report = (error: unknown): void => this.log.error({ err: error }, 'webhook sender failed')
 
   start(): void {
     this.timer = setInterval(() => void this.sendDue(), this.settings.pollMs)
@@ -143,6 +146,7 @@ export class WebhookSender {
         ? { ...common, status: 'failed' as const }
         : { ...common, next_attempt: Math.min(deadline, now + this.retryDelay(attempts)) }
     await this.db.updateTable('webhook_deliveries').set(change).where('id', '=', id).where('lease_owner', '=', this.owner).execute()
+    if ('status' in change && change.status === 'failed') this.log.warn({ delivery: id, attempts, lastStatus: outcome.status, lastError: outcome.error }, 'webhook delivery failed: retried for retryForMs')
   }
 
   /** Exponential backoff with jitter: the n-th retry waits between half and all of first * 2^(n-1), capped. */
