@@ -2,6 +2,7 @@ import { readFileSync, existsSync } from 'node:fs'
 import { resolve, dirname, join } from 'node:path'
 import { Ajv } from 'ajv'
 import { isTimeZone } from '../tenants/timeZone.ts'
+import { parseAddressRange } from './addressRange.ts'
 import { packageRoot } from './packageRoot.ts'
 
 /** The whole configuration of one kernel instance, after defaults, file and environment. */
@@ -80,6 +81,8 @@ export interface WebhookSettings {
   retryForMs: number
   /** How often each process looks for due deliveries. */
   pollMs: number
+  /** The most webhooks one tenant (Parent, Custno) may have; a create beyond it is 403. */
+  maxPerTenant: number
 }
 
 const positiveInt = { type: 'integer', minimum: 1 }
@@ -171,7 +174,7 @@ const schema = {
     webhooks: {
       type: 'object',
       additionalProperties: false,
-      required: ['allowHttp', 'allowAddresses', 'timeoutMs', 'firstRetryMs', 'maxRetryDelayMs', 'retryForMs', 'pollMs'],
+      required: ['allowHttp', 'allowAddresses', 'timeoutMs', 'firstRetryMs', 'maxRetryDelayMs', 'retryForMs', 'pollMs', 'maxPerTenant'],
       properties: {
         allowHttp: { type: 'boolean' },
         allowAddresses: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 64 } },
@@ -180,6 +183,7 @@ const schema = {
         maxRetryDelayMs: { type: 'integer', minimum: 10 },
         retryForMs: { type: 'integer', minimum: 1000 },
         pollMs: { type: 'integer', minimum: 10 },
+        maxPerTenant: { type: 'integer', minimum: 0, maximum: 100_000 },
       },
     },
     audit: {
@@ -225,6 +229,7 @@ const environmentSettings: Record<string, { path: string[]; type: 'string' | 'in
   WEBHOOKS_ALLOW_ADDRESSES: { path: ['webhooks', 'allowAddresses'], type: 'list' },
   WEBHOOKS_FIRST_RETRY_MS: { path: ['webhooks', 'firstRetryMs'], type: 'integer' },
   WEBHOOKS_POLL_MS: { path: ['webhooks', 'pollMs'], type: 'integer' },
+  WEBHOOKS_MAX_PER_TENANT: { path: ['webhooks', 'maxPerTenant'], type: 'integer' },
 }
 
 const defaultsFile = join(packageRoot, 'config', 'defaults.json')
@@ -299,6 +304,8 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
   // A heartbeat slower than the expiry would make a live process look gone and lose its node id.
   if (config.nodes.heartbeatMs >= config.nodes.expireMs) throw new ConfigError(`invalid setting nodes.heartbeatMs: must be less than nodes.expireMs (got ${config.nodes.heartbeatMs} >= ${config.nodes.expireMs})`)
   if (!isTimeZone(config.people.timeZone)) throw new ConfigError(`invalid setting people.timeZone: not an IANA time zone (got ${JSON.stringify(config.people.timeZone)})`)
+  const badAddress = config.webhooks?.allowAddresses.find((entry) => parseAddressRange(entry) === null)
+  if (badAddress !== undefined) throw new ConfigError(`invalid setting webhooks.allowAddresses: not an IP address or CIDR range (got ${JSON.stringify(badAddress)})`)
   if (config.databaseUrl !== null && config.databaseUrl !== undefined && !URL.canParse(config.databaseUrl)) {
     throw new ConfigError(`invalid setting databaseUrl: not a valid URL${shownValue('databaseUrl', config.databaseUrl)}`)
   }

@@ -1,5 +1,6 @@
 import { BlockList, isIP } from 'node:net'
 import { lookup } from 'node:dns/promises'
+import { parseAddressRange } from '../../kernel/sdk.ts'
 
 /**
  * The SSRF guard (issue 17): a webhook may only reach addresses the operator has not
@@ -58,16 +59,12 @@ function unmapped(address: string): string {
 export class AddressGuard {
   private readonly allowed = new BlockList()
 
-  /** Throws on an allow-list entry that is neither an address nor a CIDR range (a start with a bad config stops). */
+  /** The entries are checked when the config is loaded (a bad one stops the start); one that is not a range here still throws. */
   constructor(allowAddresses: readonly string[]) {
     for (const entry of allowAddresses) {
-      const [address, prefix] = entry.split('/')
-      const family = isIP(address)
-      const bits = prefix === undefined ? (family === 4 ? 32 : 128) : Number(prefix)
-      if (family === 0 || !Number.isInteger(bits) || bits < 0 || bits > (family === 4 ? 32 : 128) || (prefix !== undefined && !/^\d+$/.test(prefix))) {
-        throw new Error(`invalid setting webhooks.allowAddresses: '${entry}' is neither an address nor a CIDR range`)
-      }
-      this.allowed.addSubnet(address, bits, family === 4 ? 'ipv4' : 'ipv6')
+      const range = parseAddressRange(entry)
+      if (range === null) throw new Error(`invalid setting webhooks.allowAddresses: not an IP address or CIDR range (got ${JSON.stringify(entry)})`)
+      this.allowed.addSubnet(range.address, range.prefix, range.family)
     }
   }
 

@@ -12,6 +12,7 @@ const defaults: WebhookSettings = {
   maxRetryDelayMs: 3_600_000,
   retryForMs: 86_400_000,
   pollMs: 1_000,
+  maxPerTenant: 20,
 }
 
 export function webhookSettings(config: KernelServices['config']): WebhookSettings {

@@ -1,5 +1,5 @@
 import type { Kysely, Updateable } from 'kysely'
-import { badRequest, httpDate, notFound, type Call, type KernelServices } from '../../kernel/sdk.ts'
+import { badRequest, forbidden, httpDate, notFound, retryOnDeadlock, type Call, type KernelServices } from '../../kernel/sdk.ts'
 import type { WebhookTables, WebhooksTable } from './tables.ts'
 import type { CreateWebhookBody, EditWebhookBody } from './schemas.ts'
 import { checkedWebhookSecret, newWebhookSecret } from './signing.ts'
@@ -58,6 +58,22 @@ export class WebhookAdmin {
       .$if(scope.custno !== null, (query) => query.where('custno', '=', scope.custno!))
   }
 
+  /**
+   * Config `webhooks.maxPerTenant`, checked inside the create's transaction: a 403 like
+   * a tenant entitlement's (D14). Disabled webhooks count too (there is no delete: an
+   * edit reuses one). The tenant's rows are read FOR UPDATE on MySQL, which locks their
+   * index range, so two concurrent creates count one after the other (a deadlock
+   * between them is retried); SQLite runs one write transaction at a time.
+   */
+  private async ensureRoom(trx: Kysely<WebhookTables>, caller: { parent: number; custno: number }): Promise<void> {
+    const max = this.settings.maxPerTenant
+    const held = await trx.selectFrom('webhooks').select('id')
+      .where('parent', '=', caller.parent).where('custno', '=', caller.custno)
+      .$if(this.kernel.dialect === 'mysql', (query) => query.forUpdate())
+      .execute()
+    if (held.length >= max) throw forbidden(`Webhook limit reached: a tenant has at most ${max} webhooks (webhooks.maxPerTenant); edit a disabled one to reuse it.`)
+  }
+
   async create(call: Call<CreateWebhookBody>) {
     const { body, caller } = call
     // Everything that depends only on the body first; then who may; then the network.
@@ -65,14 +81,15 @@ export class WebhookAdmin {
     await requireKeyAdministrator(this.kernel, caller)
     const url = await this.checkedUrl(body.Url)
     const now = this.kernel.clock()
-    const id = await this.db.transaction().execute(async (trx) => {
+    const id = await retryOnDeadlock(() => this.db.transaction().execute(async (trx) => {
+      await this.ensureRoom(trx, caller)
       const inserted = await trx.insertInto('webhooks').values({
         parent: caller.parent, custno: caller.custno, url, events: body.Events.join(','), secret_enc: '', disabled: 0, created: now, updated: now,
       }).executeTakeFirstOrThrow()
       const webhookId = Number(inserted.insertId)
       await trx.updateTable('webhooks').set({ secret_enc: this.kernel.secrets.seal(secret, secretContext(webhookId)) }).where('id', '=', webhookId).execute()
       return webhookId
-    })
+    }))
     return { Id: id, Url: url, Events: body.Events, Secret: secret }
   }
 

@@ -6,7 +6,7 @@ import type { Config } from '../../kernel/boot/config.ts'
 
 /** Deliveries to loopback over http, in milliseconds rather than seconds: the same backoff, shorter. */
 export const fastWebhooks: Partial<Config> = {
-  webhooks: { allowHttp: true, allowAddresses: ['127.0.0.1'], timeoutMs: 2000, firstRetryMs: 100, maxRetryDelayMs: 400, retryForMs: 86_400_000, pollMs: 50 },
+  webhooks: { allowHttp: true, allowAddresses: ['127.0.0.1'], timeoutMs: 2000, firstRetryMs: 100, maxRetryDelayMs: 400, retryForMs: 86_400_000, pollMs: 50, maxPerTenant: 20 },
   events: { expiryScanMs: 100 },
 }
 
