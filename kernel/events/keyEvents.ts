@@ -42,11 +42,6 @@ export function keyRotatedEvent(row: KeyRow, oldSecretEnds: number): KernelEvent
   return { type: 'key.rotated', parent: Number(row.parent), custno: Number(row.custno), data: { ...keyData(row), OldSecretEnds: httpDate(oldSecretEnds) } }
 }
 
-/** A key disabled by the operator (admin CLI), outside KeyAdministration. */
-export function keyDisabledEvent(row: KeyRow, endDate: number): KernelEvent {
-  return { type: 'key.disabled', parent: Number(row.parent), custno: Number(row.custno), data: { ...keyData(row), EndDate: httpDate(endDate) } }
-}
-
 /** A key's EndDate is `days` days or less away (7, then 1): once per key, EndDate and warning. */
 export function keyExpiringEvent(row: KeyRow, days: number): KernelEvent {
   const endDate = Number(row.end_date)
