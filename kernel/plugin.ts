@@ -16,6 +16,8 @@ import type { KeyAdministration } from './auth/keyAdministration.ts'
 import type { LiveServer } from './cluster/nodeRegistry.ts'
 import type { TenantServices } from './tenants/tenants.ts'
 import type { UsageCount, UsageQuery, UsageScope } from './callLog/usage.ts'
+import type { EventHandler, KernelEvent } from './events/events.ts'
+import type { Logger } from './observe/logger.ts'
 
 export interface Migration {
   /** `dialect` says which engine runs it, for the few column types that differ. */
@@ -244,6 +246,28 @@ export interface KernelServices {
   history(): readonly HistoryEntry[]
   /** Tenant entitlements and usage, the room check a create runs in its transaction, time zones, display players (D14). */
   readonly tenants: TenantServices
+  /**
+   * Events (issue 17): `subscribe` a handler that runs inside the transaction of the
+   * change that causes each event (write an outbox row there); `emit` one of your own
+   * inside your change's transaction.
+   */
+  readonly events: {
+    subscribe(handler: EventHandler): void
+    emit(trx: Kysely<any>, event: KernelEvent): Promise<void>
+  }
+  /** Seals a secret a plugin keeps (AES-256-GCM under the master key) and opens it; `context` binds it to its record. */
+  readonly secrets: {
+    seal(plaintext: string, context: string): string
+    open(sealed: string, context: string): string
+  }
+  /** Work to stop when the kernel closes (a background loop), before the database closes. */
+  onClose(stop: () => Promise<void>): void
+  /**
+   * The service log (pino JSON lines), bound with `{ plugin: name }` for the plugin it is
+   * given to: for what happens off any call (a background loop's failure). Secrets are
+   * redacted as in the kernel's own lines.
+   */
+  readonly log: Logger
 }
 
 export interface Plugin {

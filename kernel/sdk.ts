@@ -65,6 +65,15 @@ export { calendarDayAt, isTimeZone, type CalendarDay } from './tenants/timeZone.
 // An answer of its own content type and status (a page, a feed, an image, a 304), sent as it is instead of json/xml/csv.
 export { RawAnswer } from './http/rawAnswer.ts'
 
+// Events (issue 17): `kernel.events.subscribe/emit`, inside the transaction of the change.
+export type { EventHandler, EventType, KernelEvent } from './events/events.ts'
+
+// IP addresses and CIDR ranges as config lists them (webhooks.allowAddresses).
+export { parseAddressRange, type AddressRange } from './boot/addressRange.ts'
+
+// `kernel.log`: the service log, a pino logger bound to the plugin.
+export type { Logger } from './observe/logger.ts'
+
 // Tables that behave the same on SQLite and MySQL/MariaDB.
 export { isUniqueViolation, portableTable, retryOnDeadlock, type Dialect } from './storage/database.ts'
 

@@ -11,7 +11,7 @@ t.test('defaults, file, environment, in that order', async (t) => {
   t.equal(config.port, 8080)
   t.equal(config.basePath, '/v1.0')
   t.equal(config.databaseUrl, null)
-  t.same(config.plugins, ['keys', 'acl', 'log', 'people', 'api', 'account'])
+  t.same(config.plugins, ['keys', 'acl', 'log', 'people', 'api', 'account', 'webhooks'])
   t.equal(config.nodeId, null, 'node ids are claimed from the database unless configured')
   t.same(config.nodes, { heartbeatMs: 10000, expireMs: 30000 })
   t.equal(config.people.timeZone, 'UTC')
@@ -41,6 +41,10 @@ t.test('a bad setting names itself', async (t) => {
     [{ NODE_ID: '16' }, /invalid setting nodeId/],
     [{ BASE_PATH: 'v1' }, /invalid setting basePath/],
     [{ PEOPLE_TIME_ZONE: 'Mars/Olympus_Mons' }, /invalid setting people\.timeZone: not an IANA time zone \(got "Mars\/Olympus_Mons"\)/],
+    [{ WEBHOOKS_ALLOW_ADDRESSES: '127.0.0.1, 10.0.0.0/33' }, /^invalid setting webhooks\.allowAddresses: not an IP address or CIDR range \(got "10\.0\.0\.0\/33"\)$/],
+    [{ WEBHOOKS_ALLOW_ADDRESSES: 'localhost' }, /^invalid setting webhooks\.allowAddresses: not an IP address or CIDR range \(got "localhost"\)$/],
+    [{ WEBHOOKS_ALLOW_ADDRESSES: 'fd00::/8/1' }, /invalid setting webhooks\.allowAddresses: .*\(got "fd00::\/8\/1"\)/],
+    [{ WEBHOOKS_MAX_PER_TENANT: '-1' }, /invalid setting webhooks\.maxPerTenant/],
   ]
   for (const [env, message] of cases) {
     let thrown: unknown
@@ -53,6 +57,7 @@ t.test('a bad setting names itself', async (t) => {
     t.match((thrown as Error)?.message, message)
   }
   t.throws(() => loadConfig({ unknown: 1 } as never, {}), /unknown setting 'unknown'/)
+  t.same(loadConfig({}, { WEBHOOKS_ALLOW_ADDRESSES: '127.0.0.1, ::1, 10.0.0.0/8, fd00::/8' }).webhooks?.allowAddresses, ['127.0.0.1', '::1', '10.0.0.0/8', 'fd00::/8'], 'addresses and CIDR ranges pass')
   t.throws(() => loadConfig({ nodes: { heartbeatMs: 30000, expireMs: 30000 } }, {}), /^invalid setting nodes\.heartbeatMs: must be less than nodes\.expireMs \(got 30000 >= 30000\)$/)
 })
 
@@ -61,4 +66,8 @@ t.test('npm start with a bad setting stops with one line and a non-zero exit', a
   t.equal(result.status, 1)
   t.equal(result.stderr.trim().split('\n').length, 1)
   t.match(result.stderr, /^keygate: invalid setting port: must be >= 0/)
+  const badAddress = spawnSync(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { env: { ...process.env, WEBHOOKS_ALLOW_ADDRESSES: '192.168.1.300' }, encoding: 'utf8', timeout: 30_000 })
+  t.equal(badAddress.status, 1)
+  t.equal(badAddress.stderr.trim().split('\n').length, 1)
+  t.match(badAddress.stderr, /^keygate: invalid setting webhooks\.allowAddresses: not an IP address or CIDR range \(got "192\.168\.1\.300"\)/)
 })

@@ -43,6 +43,12 @@ const samples: Record<string, Sample> = {
     const created = await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: `Rotated ${format}`, GroupId: groups[0].Id, Require_Https: 0 } })
     return { today: true, body: { KeyId: created.json.Id, OldSecretValidFor: 60 } }
   },
+  // A public address literal (TEST-NET-1): nothing to resolve, and no event in this test makes a delivery to it.
+  'post /api/create/webhook': async () => ({ today: true, body: { Url: 'https://192.0.2.10/hook', Events: ['key.expiring'] } }),
+  'post /api/edit/webhook': async (service) => {
+    const created = await service.call('POST', '/Api/Create/Webhook', { today: true, body: { Url: 'https://192.0.2.10/hook', Events: ['key.expiring'] } })
+    return { today: true, body: { Id: created.json.Id, Disabled: 1 } }
+  },
   'post /api/read/log': async (service) => {
     const earlier = await service.call('GET', '/Api/Read/Acl')
     return { body: { LogRequestId: earlier.headers.get('x-requestid') } }

@@ -5,6 +5,8 @@ import type { SecretBox } from './secrets.ts'
 import { issueKey, newKeyCredentials, type IssuedKey, type KeyFields } from './keyIssuer.ts'
 import type { TenantServices } from '../tenants/tenants.ts'
 import { changedFields, readAudit, recordChange, type AuditQuery, type AuditRecord } from '../audit/auditTrail.ts'
+import type { EventBus } from '../events/events.ts'
+import { keyChangeEvent, keyRotatedEvent } from '../events/keyEvents.ts'
 
 /** What the audit trail needs of the caller (issue 16 item 4). */
 export interface ChangeOptions {
@@ -53,6 +55,8 @@ export class KeyAdministration {
     private readonly invalidate: { key(keyId: number): void; access(): void },
     /** The tenant's MaxKeys (D14), checked inside the create's transaction; absent = no limits. */
     private readonly tenants?: Pick<TenantServices, 'ensureRoom'>,
+    /** key.changed, key.disabled and key.rotated (issue 17), emitted inside the change's transaction. */
+    private readonly events?: Pick<EventBus, 'emit'>,
   ) {}
 
   /**
@@ -124,6 +128,7 @@ export class KeyAdministration {
           who: editorKeyId, parent: Number(row.parent), custno: Number(row.custno), action: 'key.edit', keyId,
           before: fields.before, after: fields.after, requestId: options.requestId,
         })
+        await this.events?.emit(trx, keyChangeEvent(row, next, fields.after, changes.updated_at))
         return { ...row, ...changes } as Selectable<CoreTables['api_keys']>
       }),
     )
@@ -157,6 +162,7 @@ export class KeyAdministration {
           before: { prev_secret_ends: row.prev_secret_ends === null ? null : Number(row.prev_secret_ends) },
           after: { prev_secret_ends: changes.prev_secret_ends }, requestId: options.requestId,
         })
+        await this.events?.emit(trx, keyRotatedEvent(row, changes.prev_secret_ends))
         return { ...row, ...changes }
       }),
     )

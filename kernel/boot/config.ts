@@ -2,6 +2,7 @@ import { readFileSync, existsSync } from 'node:fs'
 import { resolve, dirname, join } from 'node:path'
 import { Ajv } from 'ajv'
 import { isTimeZone } from '../tenants/timeZone.ts'
+import { parseAddressRange } from './addressRange.ts'
 import { packageRoot } from './packageRoot.ts'
 
 /** The whole configuration of one kernel instance, after defaults, file and environment. */
@@ -61,6 +62,29 @@ export interface Config {
   audit?: { retentionDays: number }
   /** The web console at /console/ (plugins/console), outside the base path; on by default. */
   console?: { enabled: boolean }
+  /** Events (issue 17): how often keys near their EndDate are looked for; absent = every minute. */
+  events?: { expiryScanMs: number }
+  /** The webhooks plugin (issue 17); absent = its defaults (https only, no private address). */
+  webhooks?: WebhookSettings
+}
+
+/** Where and how webhooks are delivered (issue 17, docs/webhooks.md). */
+export interface WebhookSettings {
+  /** http:// URLs too (otherwise https only). */
+  allowHttp: boolean
+  /** Addresses or CIDR ranges a delivery may reach although private, loopback or link-local. */
+  allowAddresses: string[]
+  /** One attempt's limit: connecting, sending, and the receiver's answer. */
+  timeoutMs: number
+  /** The wait before the first retry; each next one doubles it (with jitter), up to maxRetryDelayMs. */
+  firstRetryMs: number
+  maxRetryDelayMs: number
+  /** How long a delivery is retried before it is marked failed (24 hours). */
+  retryForMs: number
+  /** How often each process looks for due deliveries. */
+  pollMs: number
+  /** The most webhooks one tenant (Parent, Custno) may have; a create beyond it is 403. */
+  maxPerTenant: number
 }
 
 const positiveInt = { type: 'integer', minimum: 1 }
@@ -143,6 +167,27 @@ const schema = {
       required: ['heartbeatMs', 'expireMs'],
       properties: { heartbeatMs: { type: 'integer', minimum: 50 }, expireMs: { type: 'integer', minimum: 100 } },
     },
+    events: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['expiryScanMs'],
+      properties: { expiryScanMs: { type: 'integer', minimum: 50 } },
+    },
+    webhooks: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['allowHttp', 'allowAddresses', 'timeoutMs', 'firstRetryMs', 'maxRetryDelayMs', 'retryForMs', 'pollMs', 'maxPerTenant'],
+      properties: {
+        allowHttp: { type: 'boolean' },
+        allowAddresses: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 64 } },
+        timeoutMs: { type: 'integer', minimum: 100, maximum: 120_000 },
+        firstRetryMs: { type: 'integer', minimum: 10 },
+        maxRetryDelayMs: { type: 'integer', minimum: 10 },
+        retryForMs: { type: 'integer', minimum: 1000 },
+        pollMs: { type: 'integer', minimum: 10 },
+        maxPerTenant: { type: 'integer', minimum: 0, maximum: 100_000 },
+      },
+    },
     audit: {
       type: 'object',
       additionalProperties: false,
@@ -188,6 +233,12 @@ const environmentSettings: Record<string, { path: string[]; type: 'string' | 'in
   METRICS_PORT: { path: ['metrics', 'port'], type: 'integer' },
   METRICS_HOST: { path: ['metrics', 'host'], type: 'string' },
   CONSOLE_ENABLED: { path: ['console', 'enabled'], type: 'boolean' },
+  EVENTS_EXPIRY_SCAN_MS: { path: ['events', 'expiryScanMs'], type: 'integer' },
+  WEBHOOKS_ALLOW_HTTP: { path: ['webhooks', 'allowHttp'], type: 'boolean' },
+  WEBHOOKS_ALLOW_ADDRESSES: { path: ['webhooks', 'allowAddresses'], type: 'list' },
+  WEBHOOKS_FIRST_RETRY_MS: { path: ['webhooks', 'firstRetryMs'], type: 'integer' },
+  WEBHOOKS_POLL_MS: { path: ['webhooks', 'pollMs'], type: 'integer' },
+  WEBHOOKS_MAX_PER_TENANT: { path: ['webhooks', 'maxPerTenant'], type: 'integer' },
 }
 
 const defaultsFile = join(packageRoot, 'config', 'defaults.json')
@@ -262,6 +313,8 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
   // A heartbeat slower than the expiry would make a live process look gone and lose its node id.
   if (config.nodes.heartbeatMs >= config.nodes.expireMs) throw new ConfigError(`invalid setting nodes.heartbeatMs: must be less than nodes.expireMs (got ${config.nodes.heartbeatMs} >= ${config.nodes.expireMs})`)
   if (!isTimeZone(config.people.timeZone)) throw new ConfigError(`invalid setting people.timeZone: not an IANA time zone (got ${JSON.stringify(config.people.timeZone)})`)
+  const badAddress = config.webhooks?.allowAddresses.find((entry) => parseAddressRange(entry) === null)
+  if (badAddress !== undefined) throw new ConfigError(`invalid setting webhooks.allowAddresses: not an IP address or CIDR range (got ${JSON.stringify(badAddress)})`)
   if (config.databaseUrl !== null && config.databaseUrl !== undefined && !URL.canParse(config.databaseUrl)) {
     throw new ConfigError(`invalid setting databaseUrl: not a valid URL${shownValue('databaseUrl', config.databaseUrl)}`)
   }

@@ -36,6 +36,9 @@ import { packageVersion } from './packageRoot.ts'
 import { RedisLink } from '../cluster/redisLink.ts'
 import { RedisInvalidation } from '../cluster/redisInvalidation.ts'
 import { redisLimiters } from '../limits/redisLimiters.ts'
+import { EventBus } from '../events/events.ts'
+import { UsageEvents } from '../events/usageEvents.ts'
+import { ExpiryScan } from '../events/expiryScan.ts'
 
 export interface KernelOptions {
   config: Config
@@ -116,10 +119,12 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
 
   const invalidateEverywhere = invalidation(keys, cache, options.cluster, redisInvalidation)
   const tenants = new Tenants(db, dialect, clock, config.people.timeZone)
+  const events = new EventBus(db, report)
   const keyAdministration = new KeyAdministration(db, dialect, secrets, clock, {
     key: (keyId) => invalidateEverywhere({ kind: 'key', keyId }),
     access: () => invalidateEverywhere({ kind: 'access' }),
-  }, tenants)
+  }, tenants, events)
+  const closers: (() => Promise<void>)[] = []
   const services: KernelServices = {
     config,
     dialect,
@@ -142,11 +147,24 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     routes: routeCatalog(plugins, () => routes.routes()),
     history: mergedHistory(plugins),
     tenants,
+    events: { subscribe: (handler) => events.subscribe(handler), emit: (trx, event) => events.emit(trx, event) },
+    secrets: { seal: (plaintext, context) => secrets.seal(plaintext, context), open: (sealed, context) => secrets.open(sealed, context) },
+    onClose: (stop) => void closers.push(stop),
+    log: logger,
   }
 
   const routes = new RouteTable(config.basePath)
   for (const plugin of plugins) {
-    for (const route of await plugin.setup(services)) routes.add(plugin.name, route)
+    // Each plugin's lines say which plugin wrote them.
+    for (const route of await plugin.setup({ ...services, log: logger.child({ plugin: plugin.name }) })) routes.add(plugin.name, route)
+  }
+  // Issue 17: usage thresholds and expiry warnings are noticed only when a plugin listens.
+  const expiryScan = new ExpiryScan(db, events, clock, report)
+  if (events.subscribed) {
+    const usage = new UsageEvents(db, events, clock)
+    rateLimits.countWatcher = (caller, window, quota, used, resetMs) => usage.counted(caller, window, quota, used, resetMs)
+    credits.spendWatcher = (keyId) => void usage.spent(keyId).catch(report)
+    expiryScan.start(config.events?.expiryScanMs ?? 60_000)
   }
 
   // Observers see every answered call once its answer is final (access line, metrics).
@@ -181,6 +199,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     close() {
       closing ??= (async () => {
         await server.close()
+        await expiryScan.stop()
+        for (const stop of closers) await stop()
         idempotency.stop()
         auditRetention.stop()
         await callLog.close()

@@ -53,6 +53,9 @@ export type Spending = { spent: true } | { spent: false; refillAt: number | null
 const spent: Spending = { spent: true }
 
 export class CreditLedger {
+  /** Told of each successful spend (issue 17's key.usage); null while no one listens. */
+  spendWatcher: ((keyId: number) => void) | null = null
+
   constructor(private readonly db: Kysely<CoreTables>, private readonly clock: () => number) {}
 
   /**
@@ -76,7 +79,10 @@ export class CreditLedger {
       .where('credits', 'is not', null)
       .where(sql<boolean>`${available} >= ${cost}`)
       .executeTakeFirst()
-    if (Number(result.numUpdatedRows) === 1) return spent
+    if (Number(result.numUpdatedRows) === 1) {
+      if (this.spendWatcher !== null) this.spendWatcher(keyId)
+      return spent
+    }
     return this.refused(keyId, cost, now)
   }
 

@@ -189,7 +189,12 @@ class WindowCounters {
   }
 }
 
+/** Told of each counted call's new count in a window (issue 17's key.usage); set only while someone listens. */
+export type WindowCountWatcher = (caller: CallerKey, window: RateWindow, quota: TenantQuota | null, used: number, resetMs: number) => void
+
 export class RateLimits {
+  /** key.usage (kernel/events/usageEvents.ts); null: nothing is done per call. */
+  countWatcher: WindowCountWatcher | null = null
   /** The keys' MaxHits windows, counted per key. */
   private readonly keyCounters: WindowCounters
   /** Tenant quotas' windows, apart from the keys': the same window counts per tenant there. */
@@ -217,7 +222,7 @@ export class RateLimits {
   async consume(caller: CallerKey): Promise<RateDecision | null> {
     const now = this.consumeNow(caller)
     if (now !== undefined) return now
-    const tally = new Tally(caller)
+    const tally = new Tally(caller, this.countWatcher)
     const windows = caller.rateWindows
     for (let index = 0; index < windows.length; index++) {
       const counter = this.keyCounters.for(windows[index])
@@ -244,7 +249,7 @@ export class RateLimits {
     const quotas = caller.tenantQuotas ?? noQuotas
     if (windows.length === 0 && quotas.length === 0) return null
     if (!this.inMemory) return undefined
-    const tally = new Tally(caller)
+    const tally = new Tally(caller, this.countWatcher)
     for (let index = 0; index < windows.length; index++) {
       const counter = this.keyCounters.for(windows[index])
       tally.add(counter, windows[index], caller.id, null, (counter.limiter as MemoryWindowLimiter).consumeNow(caller.id))
@@ -320,7 +325,7 @@ class Tally {
   readonly quotas: readonly TenantQuota[]
   private readonly several: boolean
 
-  constructor(caller: CallerKey) {
+  constructor(private readonly caller: CallerKey, private readonly watcher: WindowCountWatcher | null) {
     this.quotas = caller.tenantQuotas ?? noQuotas
     this.several = caller.rateWindows.length + this.quotas.length > 1
   }
@@ -330,6 +335,7 @@ class Tally {
       allowed, window, remaining: result.remainingPoints, resetMs: result.msBeforeNext, policy: counter.policy, policyName: counter.policyName, quota,
     }
     if (allowed && this.several) (this.spared ??= []).push([counter.limiter, key])
+    if (allowed && this.watcher !== null) this.watcher(this.caller, window, quota, result.consumedPoints, result.msBeforeNext)
     // Of several spent windows, the one that frees up last decides Retry-After.
     if (!allowed && (!this.refused || decision.resetMs > this.refused.resetMs)) this.refused = decision
     if (!this.tightest || decision.remaining < this.tightest.remaining) this.tightest = decision

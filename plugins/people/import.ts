@@ -1,6 +1,6 @@
 import Papa from 'papaparse'
 import type { Insertable } from 'kysely'
-import { badRequest, isUniqueViolation, notFound, schemaCheck } from '../../kernel/sdk.ts'
+import { badRequest, isUniqueViolation, notFound, schemaCheck, type KernelServices } from '../../kernel/sdk.ts'
 import { columnsFromInput, editableFields, personFieldProperties, recordColumns, todayText, type PersonColumns, type PersonInput, type RecordRow } from './fields.ts'
 import { custnoFor } from './queries.ts'
 import { inScope, type PeopleDb, type PeopleRoom, type Scope } from './scope.ts'
@@ -278,8 +278,9 @@ export interface FinishResult {
 /**
  * Ends an import: the scope's current people that no batch of it delivered are
  * terminated (TermDate = today, unless they already have one), and the counts answered.
+ * `people.import.finished` (issue 17) is emitted in the same transaction.
  */
-export async function finishImport(db: PeopleDb, scope: Scope, importId: number, now: number): Promise<FinishResult> {
+export async function finishImport(db: PeopleDb, scope: Scope, importId: number, now: number, events?: KernelServices['events']): Promise<FinishResult> {
   const started = await openImport(db, scope, importId)
   if (Number(started.added) + Number(started.changed) + Number(started.unchanged) === 0) {
     // An empty roster would terminate everyone; that is far more likely a broken export than the truth.
@@ -301,15 +302,14 @@ export async function finishImport(db: PeopleDb, scope: Scope, importId: number,
     const totals = await trx.selectFrom('people_imports').selectAll().where('id', '=', importId).executeTakeFirstOrThrow()
     const listed = await trx.selectFrom('people_import_rejections').select(['batch', 'row_no', 'source_id', 'reason'])
       .where('import_id', '=', importId).orderBy('batch').orderBy('row_no').limit(maxListedRejections).execute()
+    const counts = {
+      ImportId: importId, Batches: Number(totals.batches), Added: Number(totals.added), Changed: Number(totals.changed),
+      Unchanged: Number(totals.unchanged), Terminated: count, Rejected: Number(totals.rejected),
+    }
+    await events?.emit(trx, { type: 'people.import.finished', parent: scope.parent, custno: scope.custno, data: counts })
     return {
       answer: {
-        ImportId: importId,
-        Batches: Number(totals.batches),
-        Added: Number(totals.added),
-        Changed: Number(totals.changed),
-        Unchanged: Number(totals.unchanged),
-        Terminated: count,
-        Rejected: Number(totals.rejected),
+        ...counts,
         Rejections: listed.map((rejection) => ({ Batch: Number(rejection.batch), Row: Number(rejection.row_no), Source_Id: rejection.source_id ?? '', Reason: rejection.reason })),
       },
       touchedCustnos: count > 0 ? custnos.map((row) => Number(row.custno)) : [],

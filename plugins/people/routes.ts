@@ -217,7 +217,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       xml: { root: 'Import' },
       async handler(call) {
         const scope = scopeOf(call.caller)
-        const { answer, touchedCustnos } = await finishImport(db, scope, call.body.ImportId, kernel.clock())
+        const { answer, touchedCustnos } = await finishImport(db, scope, call.body.ImportId, kernel.clock(), kernel.events)
         if (touchedCustnos.length > 0) dropCachedListings(kernel, scope.parent, touchedCustnos)
         return answer
       },

@@ -5,6 +5,7 @@ import { httpDate } from '../../kernel/auth/apiDate.ts'
 import type { KeyRecord } from '../../kernel/auth/keyAdministration.ts'
 import { UsageError, integerOption, textOption, type AdminCommand } from './command.ts'
 import { recordChange } from '../../kernel/audit/auditTrail.ts'
+import { keyChangeEvent } from '../../kernel/events/keyEvents.ts'
 
 function keyRow(row: KeyRecord, now: number) {
   return {
@@ -66,13 +67,15 @@ export const key: AdminCommand = {
       const endDate = words[0] === 'disable' ? now : null
       // The change and its audit record in one transaction (issue 16).
       const found = await db.transaction().execute(async (trx) => {
-        const before = await trx.selectFrom('api_keys').select(['parent', 'custno', 'end_date']).where('id', '=', id).executeTakeFirst()
+        const before = await trx.selectFrom('api_keys').select(['id', 'display_name', 'parent', 'custno', 'end_date']).where('id', '=', id).executeTakeFirst()
         if (!before) return false
         await trx.updateTable('api_keys').set({ end_date: endDate, updated_at: now }).where('id', '=', id).execute()
         await recordChange(trx, now, {
           who: null, parent: Number(before.parent), custno: Number(before.custno), action: `key.${words[0]}`, keyId: id,
           before: { end_date: before.end_date === null ? null : Number(before.end_date) }, after: { end_date: endDate },
         })
+        // The same event as the API's edit (issue 17): key.disabled when it ends a key in use, else key.changed.
+        await kernel.services.events.emit(trx, keyChangeEvent(before, { end_date: endDate }, { end_date: endDate }, now))
         return true
       })
       if (!found) throw new UsageError(`no key ${id}`)

@@ -1,0 +1,71 @@
+/**
+ * JSON schemas of the webhooks plugin's bodies (issue 17). Rules that need the network
+ * (the URL's addresses) or the database are checked by the handlers.
+ */
+
+/** The event types a webhook may ask for. */
+export const eventTypes = ['key.expiring', 'key.usage', 'key.changed', 'key.rotated', 'key.disabled', 'people.import.finished'] as const
+export type WebhookEventType = (typeof eventTypes)[number]
+
+const largestId = Number.MAX_SAFE_INTEGER
+const id = { type: 'integer', minimum: 1, maximum: largestId }
+const url = { type: 'string', minLength: 1, maxLength: 2048 }
+const events = { type: 'array', minItems: 1, maxItems: eventTypes.length, uniqueItems: true, items: { type: 'string', enum: eventTypes } }
+const secret = { type: 'string', minLength: 1, maxLength: 200 }
+const dateText = { type: 'string', minLength: 1, maxLength: 64 }
+
+export const createWebhookBodySchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['Url', 'Events'],
+  properties: { Url: url, Events: events, Secret: secret },
+} as const
+
+export interface CreateWebhookBody {
+  Url: string
+  Events: WebhookEventType[]
+  Secret?: string
+}
+
+/** Edit: the webhook's Id and what changes; Disabled 1 stops its deliveries (like a key's EndDate, without deleting it). */
+export const editWebhookBodySchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['Id'],
+  properties: { Id: id, Url: url, Events: events, Secret: secret, Disabled: { type: 'integer', enum: [0, 1] } },
+} as const
+
+export interface EditWebhookBody {
+  Id: number
+  Url?: string
+  Events?: WebhookEventType[]
+  Secret?: string
+  Disabled?: 0 | 1
+}
+
+export const defaultPageSize = 100
+export const maxPageSize = 1000
+
+export const readDeliveriesBodySchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    WebhookId: id,
+    Event: { type: 'string', enum: eventTypes },
+    Status: { type: 'string', enum: ['pending', 'delivered', 'failed'] },
+    From: dateText,
+    To: dateText,
+    Page: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+    PageSize: { type: 'integer', minimum: 1, maximum: maxPageSize },
+  },
+} as const
+
+export interface ReadDeliveriesBody {
+  WebhookId?: number
+  Event?: WebhookEventType
+  Status?: 'pending' | 'delivered' | 'failed'
+  From?: string
+  To?: string
+  Page?: number
+  PageSize?: number
+}

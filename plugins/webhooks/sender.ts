@@ -1,0 +1,165 @@
+import { randomUUID } from 'node:crypto'
+import { request as httpRequest, type RequestOptions } from 'node:http'
+import { request as httpsRequest } from 'node:https'
+import type { LookupFunction } from 'node:net'
+import type { Kysely } from 'kysely'
+import type { KernelServices, Logger } from '../../kernel/sdk.ts'
+import type { WebhookTables } from './tables.ts'
+import { signatureHeaders } from './signing.ts'
+import { AddressRefused, type AddressGuard, type CheckedAddress } from './addressGuard.ts'
+import type { WebhookSettings } from './settings.ts'
+
+/** How many due deliveries one round claims. */
+const roundSize = 20
+/** A claim outlives its attempt by this much; a crashed sender's claims are taken again after. */
+const leaseMarginMs = 30_000
+/** What of a receiver's answer is read (the status is what counts). */
+const answerBytes = 4096
+
+/** The outcome of one attempt: the receiver's status, or why there was none. */
+interface Outcome {
+  status: number | null
+  error: string | null
+}
+
+/**
+ * The background sender (issue 17): each process polls for due deliveries and claims
+ * each with one conditional UPDATE (its lease owner, until a lease expiry), so with
+ * several processes a delivery is sent by one of them; a sender that crashes mid-send
+ * loses its claim when the lease runs out and another (or it, restarted) sends again,
+ * with the same `webhook-id`. Every state is in the database, so nothing is lost to a
+ * restart. A 2xx answer delivers; anything else is retried with exponential backoff
+ * and jitter until `retryForMs` after the event, then the delivery is failed.
+ */
+export class WebhookSender {
+  private readonly owner = randomUUID()
+  private timer: NodeJS.Timeout | null = null
+  private round: Promise<void> | null = null
+  private stopped = false
+
+  constructor(
+    private readonly db: Kysely<WebhookTables>,
+    private readonly kernel: Pick<KernelServices, 'clock' | 'secrets'>,
+    private readonly settings: WebhookSettings,
+    private readonly guard: AddressGuard,
+    /** The plugin's service log: a round's unexpected failure, a delivery given up on. */
+    private readonly log: Logger,
+  ) {}
+
+  private readonly report = (error: unknown): void => this.log.error({ err: error }, 'webhook sender failed')
+
+  start(): void {
+    this.timer = setInterval(() => void this.sendDue(), this.settings.pollMs)
+    this.timer.unref()
+  }
+
+  /** One round (tests call it): claims what is due and sends it; rounds never overlap. */
+  sendDue(): Promise<void> {
+    if (this.stopped) return Promise.resolve()
+    this.round ??= this.sendRound().catch(this.report).finally(() => (this.round = null))
+    return this.round
+  }
+
+  private async sendRound(): Promise<void> {
+    const now = this.kernel.clock()
+    const due = await this.db.selectFrom('webhook_deliveries').select('id')
+      .where('status', '=', 'pending').where('next_attempt', '<=', now)
+      .where((where) => where.or([where('lease_until', 'is', null), where('lease_until', '<', now)]))
+      .orderBy('next_attempt').limit(roundSize).execute()
+    const leaseUntil = now + this.settings.timeoutMs + leaseMarginMs
+    const claimed: string[] = []
+    for (const { id } of due) {
+      const claim = await this.db.updateTable('webhook_deliveries').set({ lease_owner: this.owner, lease_until: leaseUntil })
+        .where('id', '=', id).where('status', '=', 'pending')
+        .where((where) => where.or([where('lease_until', 'is', null), where('lease_until', '<', now)]))
+        .executeTakeFirst()
+      if (Number(claim.numUpdatedRows) === 1) claimed.push(id)
+    }
+    await Promise.all(claimed.map((id) => this.deliver(id).catch(this.report)))
+  }
+
+  private async deliver(id: string): Promise<void> {
+    const row = await this.db.selectFrom('webhook_deliveries as d')
+      .innerJoin('webhook_events as e', 'e.id', 'd.event_id')
+      .leftJoin('webhooks as w', 'w.id', 'd.webhook_id')
+      .select(['d.attempts', 'd.created', 'e.payload', 'w.url', 'w.secret_enc', 'w.disabled', 'w.id as webhookId'])
+      .where('d.id', '=', id).executeTakeFirst()
+    if (!row) return
+    const outcome: Outcome = row.url === null || row.secret_enc === null || row.webhookId === null
+      ? { status: null, error: 'The webhook no longer exists.' }
+      : Number(row.disabled) === 1
+        ? { status: null, error: 'The webhook is disabled.' }
+        : await this.attempt(id, row.url, this.kernel.secrets.open(row.secret_enc, `webhook:${row.webhookId}`), row.payload)
+    await this.record(id, Number(row.attempts) + 1, Number(row.created), outcome)
+  }
+
+  /** One POST, to the address the guard checked, within timeoutMs. */
+  private async attempt(id: string, url: string, secret: string, body: string): Promise<Outcome> {
+    const target = new URL(url)
+    let checked: CheckedAddress
+    try {
+      checked = await this.guard.resolve(target.hostname)
+    } catch (error) {
+      if (error instanceof AddressRefused) return { status: null, error: error.message }
+      throw error
+    }
+    const headers = {
+      ...signatureHeaders(secret, id, Math.floor(this.kernel.clock() / 1000), body),
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(body)),
+      'user-agent': 'keygate-webhooks',
+    }
+    // The connection goes to the checked address whatever DNS says now (no rebinding).
+    const pinned: LookupFunction = (_hostname, options, done) => {
+      if (options.all) (done as (error: null, addresses: { address: string; family: number }[]) => void)(null, [checked])
+      else done(null, checked.address, checked.family)
+    }
+    const options: RequestOptions = { method: 'POST', headers, lookup: pinned, timeout: this.settings.timeoutMs, signal: AbortSignal.timeout(this.settings.timeoutMs) }
+    const send = target.protocol === 'https:' ? httpsRequest : httpRequest
+    return new Promise<Outcome>((done) => {
+      const request = send(target, options, (response) => {
+        let read = 0
+        response.on('data', (chunk: Buffer) => {
+          read += chunk.length
+          if (read > answerBytes) response.destroy()
+        })
+        const status = response.statusCode ?? 0
+        const settle = () => done(status >= 200 && status < 300 ? { status, error: null } : { status, error: `The receiver answered ${status}.` })
+        response.on('end', settle)
+        response.on('close', settle)
+        response.on('error', settle)
+      })
+      request.on('timeout', () => request.destroy(new Error(`No answer within ${this.settings.timeoutMs} ms.`)))
+      request.on('error', (error: NodeJS.ErrnoException) => done({ status: null, error: error.name === 'AbortError' ? `No answer within ${this.settings.timeoutMs} ms.` : `${error.code ?? 'Error'}: ${error.message}`.slice(0, 500) }))
+      request.end(body)
+    })
+  }
+
+  /** The attempt's outcome, written only while this sender still holds the claim. */
+  private async record(id: string, attempts: number, created: number, outcome: Outcome): Promise<void> {
+    const now = this.kernel.clock()
+    const common = { attempts, last_status: outcome.status, last_error: outcome.error?.slice(0, 500) ?? null, lease_owner: null, lease_until: null }
+    const deadline = created + this.settings.retryForMs
+    const change = outcome.error === null
+      ? { ...common, status: 'delivered' as const, delivered: now }
+      : now >= deadline
+        ? { ...common, status: 'failed' as const }
+        : { ...common, next_attempt: Math.min(deadline, now + this.retryDelay(attempts)) }
+    await this.db.updateTable('webhook_deliveries').set(change).where('id', '=', id).where('lease_owner', '=', this.owner).execute()
+    if ('status' in change && change.status === 'failed') this.log.warn({ delivery: id, attempts, lastStatus: outcome.status, lastError: outcome.error }, 'webhook delivery failed: retried for retryForMs')
+  }
+
+  /** Exponential backoff with jitter: the n-th retry waits between half and all of first * 2^(n-1), capped. */
+  private retryDelay(attempts: number): number {
+    const full = Math.min(this.settings.maxRetryDelayMs, this.settings.firstRetryMs * 2 ** Math.min(attempts - 1, 30))
+    return Math.round(full / 2 + Math.random() * (full / 2))
+  }
+
+  /** Stops polling and waits for the round in flight (its claims are recorded, not left to expire). */
+  async stop(): Promise<void> {
+    this.stopped = true
+    if (this.timer) clearInterval(this.timer)
+    this.timer = null
+    await this.round
+  }
+}

@@ -1,0 +1,125 @@
+import type { Kysely, Updateable } from 'kysely'
+import { badRequest, forbidden, httpDate, notFound, retryOnDeadlock, type Call, type KernelServices } from '../../kernel/sdk.ts'
+import type { WebhookTables, WebhooksTable } from './tables.ts'
+import type { CreateWebhookBody, EditWebhookBody } from './schemas.ts'
+import { checkedWebhookSecret, newWebhookSecret } from './signing.ts'
+import { AddressRefused, type AddressGuard } from './addressGuard.ts'
+import type { WebhookSettings } from './settings.ts'
+import { requireKeyAdministrator, scopeOf, type WebhookScope } from './authority.ts'
+import { eventList } from './outbox.ts'
+
+/** One text for "no such webhook" and "not yours": no other tenant's webhook shows. */
+const webhookNotFound = () => notFound('Webhook not found.')
+
+/** The context a webhook's sealed secret is bound to. */
+export const secretContext = (webhookId: number) => `webhook:${webhookId}`
+
+/** What a webhook is shown as (never its secret). */
+function webhookAnswer(row: Pick<WebhooksTable, 'url' | 'events' | 'disabled' | 'parent' | 'custno' | 'created'> & { id: number }) {
+  return {
+    Id: Number(row.id), Url: row.url, Events: eventList(row.events), Disabled: Number(row.disabled),
+    Parent: Number(row.parent), Custno: Number(row.custno), Created: httpDate(Number(row.created)),
+  }
+}
+
+/** The webhooks administration of one kernel: create, edit, list. */
+export class WebhookAdmin {
+  constructor(
+    private readonly kernel: KernelServices,
+    private readonly db: Kysely<WebhookTables>,
+    private readonly settings: WebhookSettings,
+    private readonly guard: AddressGuard,
+  ) {}
+
+  /** A URL deliveries may go to: https (http only when allowed), no credentials, and every address it resolves to permitted. */
+  private async checkedUrl(text: string): Promise<string> {
+    let url: URL
+    try {
+      url = new URL(text)
+    } catch {
+      throw badRequest('Url must be an absolute URL (https://...).')
+    }
+    if (url.protocol !== 'https:' && !(this.settings.allowHttp && url.protocol === 'http:')) {
+      throw badRequest(this.settings.allowHttp ? 'Url must start with https:// or http://.' : 'Url must start with https://.')
+    }
+    if (url.username !== '' || url.password !== '') throw badRequest('Url must not contain a user name or password.')
+    if (url.hash !== '') throw badRequest('Url must not contain a fragment (#).')
+    try {
+      await this.guard.resolve(url.hostname)
+    } catch (error) {
+      if (error instanceof AddressRefused) throw badRequest(error.message)
+      throw error
+    }
+    return text
+  }
+
+  private inScope(scope: WebhookScope) {
+    return this.db.selectFrom('webhooks').where('parent', '=', scope.parent)
+      .$if(scope.custno !== null, (query) => query.where('custno', '=', scope.custno!))
+  }
+
+  /**
+   * Config `webhooks.maxPerTenant`, checked inside the create's transaction: a 403 like
+   * a tenant entitlement's (D14). Disabled webhooks count too (there is no delete: an
+   * edit reuses one). The tenant's rows are read FOR UPDATE on MySQL, which locks their
+   * index range, so two concurrent creates count one after the other (a deadlock
+   * between them is retried); SQLite runs one write transaction at a time.
+   */
+  private async ensureRoom(trx: Kysely<WebhookTables>, caller: { parent: number; custno: number }): Promise<void> {
+    const max = this.settings.maxPerTenant
+    const held = await trx.selectFrom('webhooks').select('id')
+      .where('parent', '=', caller.parent).where('custno', '=', caller.custno)
+      .$if(this.kernel.dialect === 'mysql', (query) => query.forUpdate())
+      .execute()
+    if (held.length >= max) throw forbidden(`Webhook limit reached: a tenant has at most ${max} webhooks (webhooks.maxPerTenant); edit a disabled one to reuse it.`)
+  }
+
+  async create(call: Call<CreateWebhookBody>) {
+    const { body, caller } = call
+    // Everything that depends only on the body first; then who may; then the network.
+    const secret = body.Secret === undefined ? newWebhookSecret() : checkedWebhookSecret(body.Secret)
+    await requireKeyAdministrator(this.kernel, caller)
+    const url = await this.checkedUrl(body.Url)
+    const now = this.kernel.clock()
+    const id = await retryOnDeadlock(() => this.db.transaction().execute(async (trx) => {
+      await this.ensureRoom(trx, caller)
+      const inserted = await trx.insertInto('webhooks').values({
+        parent: caller.parent, custno: caller.custno, url, events: body.Events.join(','), secret_enc: '', disabled: 0, created: now, updated: now,
+      }).executeTakeFirstOrThrow()
+      const webhookId = Number(inserted.insertId)
+      await trx.updateTable('webhooks').set({ secret_enc: this.kernel.secrets.seal(secret, secretContext(webhookId)) }).where('id', '=', webhookId).execute()
+      return webhookId
+    }))
+    return { Id: id, Url: url, Events: body.Events, Secret: secret }
+  }
+
+  async edit(call: Call<EditWebhookBody>) {
+    const { body, caller } = call
+    if (body.Url === undefined && body.Events === undefined && body.Secret === undefined && body.Disabled === undefined) {
+      throw badRequest('Nothing to change: give Url, Events, Secret or Disabled.')
+    }
+    const secret = body.Secret === undefined ? undefined : checkedWebhookSecret(body.Secret)
+    await requireKeyAdministrator(this.kernel, caller)
+    const found = await this.inScope(scopeOf(caller)).select('id').where('id', '=', body.Id).executeTakeFirst()
+    if (!found) throw webhookNotFound()
+    const url = body.Url === undefined ? undefined : await this.checkedUrl(body.Url)
+    const changes: Updateable<WebhooksTable> = { updated: this.kernel.clock() }
+    if (url !== undefined) changes.url = url
+    if (body.Events !== undefined) changes.events = body.Events.join(',')
+    if (secret !== undefined) changes.secret_enc = this.kernel.secrets.seal(secret, secretContext(body.Id))
+    if (body.Disabled !== undefined) changes.disabled = body.Disabled
+    await this.db.updateTable('webhooks').set(changes).where('id', '=', body.Id).execute()
+    const row = await this.inScope(scopeOf(caller)).selectAll().where('id', '=', body.Id).executeTakeFirstOrThrow()
+    // A secret given here is shown back once, like a new webhook's.
+    return { ...webhookAnswer(row), ...(secret === undefined ? {} : { Secret: secret }) }
+  }
+
+  async list(call: Call) {
+    await requireKeyAdministrator(this.kernel, call.caller)
+    const rows = await this.inScope(scopeOf(call.caller)).selectAll().orderBy('id').execute()
+    return rows.map(webhookAnswer)
+  }
+}
+
+/** The CSV header of a webhook row. */
+export const webhookColumns = ['Id', 'Url', 'Events', 'Disabled', 'Parent', 'Custno', 'Created'] as const

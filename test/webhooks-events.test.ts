@@ -1,0 +1,160 @@
+/**
+ * Issue 17: the events that are noticed rather than made by an edit. key.usage from
+ * credits (80 % and 100 % of a Refill Amount; running out without a Refill) and from a
+ * tenant quota; key.expiring at 7 days and at 1 day before EndDate, once each, also
+ * across a restart; the operator CLI's `key disable` / `key enable` make key.disabled /
+ * key.changed like the API; webhooks.maxPerTenant. On SQLite and MariaDB.
+ */
+import t from 'tap'
+import { execFile } from 'node:child_process'
+import { forEachDatabase, startService, type Service } from './helpers/service.ts'
+import { insertKey, keyTestGroups } from './helpers/keys.ts'
+import { setEntitlement } from './helpers/tenants.ts'
+import { fastWebhooks, startReceiver, type Receiver } from './helpers/webhookReceiver.ts'
+
+// The CLI runs as child processes (a few seconds each); plain `node` runs would stop at tap's default 30 s.
+t.setTimeout(180_000)
+
+const dayMs = 86_400_000
+const settle = (ms: number) => new Promise((done) => setTimeout(done, ms))
+
+async function createWebhook(service: Service, receiver: Receiver, events: string[]) {
+  const created = await service.call('POST', '/Api/Create/Webhook', { body: { Url: receiver.url, Events: events }, today: true })
+  if (created.status !== 200) throw new Error(created.text)
+  return created.json as { Id: number; Secret: string }
+}
+
+/** The operator CLI on the service's database, with the default plugins (the webhooks outbox among them). */
+function admin(service: Service, ...words: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env = { ...process.env, DATA_DIR: service.config.dataDir, DATABASE_URL: service.config.databaseUrl ?? '' }
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--import', 'tsx', 'scripts/admin.ts', ...words], { env, encoding: 'utf8' }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr })
+    })
+  })
+}
+
+t.test('key.usage from credits: 80 % and 100 % of a Refill Amount, running out without one', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, config: fastWebhooks })
+    const receiver = await startReceiver(t)
+    const groups = await keyTestGroups(service)
+    await createWebhook(service, receiver, ['key.usage'])
+    const create = async (name: string, body: Record<string, unknown>) => {
+      const created = await service.call('POST', '/Api/Create/Key', { body: { Display_Name: name, GroupId: [groups.aclReader], Require_Https: 0, ...body }, today: true })
+      t.equal(created.status, 200, created.text)
+      return { id: created.json.Id as number, apiKey: created.json.Api_Key as string, secret: created.json.Api_Secret as string }
+    }
+    const refilled = await create('Refilled', { Credits: 10, Refill: { Amount: 10, Every: '1Day' } })
+    const statuses = []
+    for (let call = 0; call < 11; call++) statuses.push((await service.call('GET', '/Api/Read/Acl', { key: refilled })).status)
+    t.same(statuses, [...Array(10).fill(200), 429], 'ten credits, then none')
+    const fromRefill = await receiver.waitFor(2, (item) => item.json.data.KeyId === refilled.id)
+    t.same(fromRefill.map((item) => item.json.data.Percent).sort(), [100, 80])
+    t.match(fromRefill.find((item) => item.json.data.Percent === 80)!.json.data, { Limit: 'Credits', Count: 10, Name: 'Refilled', ResetDate: /GMT$/ })
+    t.match(fromRefill.find((item) => item.json.data.Percent === 100)!.json.data, { Limit: 'Credits', Left: 0 })
+
+    const once = await create('Once', { Credits: 3 })
+    for (let call = 0; call < 4; call++) await service.call('GET', '/Api/Read/Acl', { key: once })
+    const [ranOut] = await receiver.waitFor(1, (item) => item.json.data.KeyId === once.id)
+    t.match(ranOut.json.data, { Limit: 'Credits', Percent: 100, Left: 0, Count: null, ResetDate: null })
+    // Topped up and spent again: a new setting of the count, so running out again is told again.
+    t.equal((await service.call('POST', '/Api/Edit/Key', { body: { KeyId: once.id, Credits: 1 }, today: true })).status, 200)
+    t.equal((await service.call('GET', '/Api/Read/Acl', { key: once })).status, 200)
+    await receiver.waitFor(2, (item) => item.json.data.KeyId === once.id)
+
+    await settle(400)
+    t.equal(receiver.received.filter((item) => item.json.data.KeyId === refilled.id).length, 2, 'the refilled key: once per threshold')
+    t.equal(receiver.received.filter((item) => item.json.data.KeyId === once.id).length, 2, 'no 80 % without a Refill; 100 % once per setting')
+  }))
+
+t.test('key.usage from a tenant quota: 80 % and 100 %, once per window', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, config: fastWebhooks })
+    const receiver = await startReceiver(t)
+    // The parent-wide webhook (the admin key is Parent 1, Custno 0) hears its customers' tenants.
+    await createWebhook(service, receiver, ['key.usage'])
+    await setEntitlement(service, 1, 5, { MaxHits: '5/1Hour' })
+    const [a, b] = [await insertKey(service, { parent: 1, custno: 5 }), await insertKey(service, { parent: 1, custno: 5 })]
+    const statuses = []
+    for (const key of [a, b, a, b, a, b, a]) statuses.push((await service.call('GET', '/Api/Read/Acl', { key })).status)
+    t.same(statuses, [200, 200, 200, 200, 200, 429, 429])
+    const told = await receiver.waitFor(2)
+    t.same(told.map((item) => item.json.data.Percent).sort(), [100, 80])
+    t.match(told.find((item) => item.json.data.Percent === 80)!.json.data, { Limit: 'Tenant', Window: '1Hour', Count: 5, Used: 4, KeyId: b.id, Tenant: { Parent: 1, Custno: 5 } })
+    t.match(told.find((item) => item.json.data.Percent === 100)!.json.data, { Limit: 'Tenant', Used: 5, KeyId: a.id, ResetDate: /GMT$/ })
+    await settle(400)
+    t.equal(receiver.received.length, 2, 'refused calls tell nothing more')
+  }))
+
+t.test('key.expiring at 7 days and at 1 day, once each, across scans and a restart', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    let offset = 0
+    const clock = () => Date.now() + offset
+    const service = await startService(t, { kind, config: fastWebhooks, clock })
+    const receiver = await startReceiver(t)
+    await createWebhook(service, receiver, ['key.expiring'])
+    const endDate = Date.now() + 6 * dayMs
+    const key = await insertKey(service, { display_name: 'Ending', end_date: endDate })
+    const [week] = await receiver.waitFor(1)
+    t.match(week.json.data, { KeyId: key.id, Name: 'Ending', Days: 7, EndDate: new Date(endDate).toUTCString() })
+    // Several scans (every 100 ms) and a restart (which forgets what it told): still one.
+    await settle(400)
+    const second = await service.restart()
+    await settle(400)
+    t.equal(receiver.received.length, 1, 'the 7-day warning once')
+
+    // Five and a half days later the key ends within a day.
+    offset = 5.5 * dayMs
+    const [, day] = await receiver.waitFor(2)
+    t.match(day.json.data, { KeyId: key.id, Days: 1, EndDate: new Date(endDate).toUTCString() })
+    await settle(400)
+    // Stopped, then started through the first handle: the helper's teardown stops what that one started last.
+    await second.stop()
+    await service.restart()
+    await settle(400)
+    t.same(receiver.received.map((item) => item.json.data.Days), [7, 1], 'each warning once')
+    t.equal(new Set(receiver.received.map((item) => item.id)).size, 2)
+  }))
+
+t.test("the operator CLI's key disable and enable: key.disabled and key.changed", (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, config: fastWebhooks })
+    const receiver = await startReceiver(t)
+    await createWebhook(service, receiver, ['key.disabled', 'key.changed'])
+    const key = await insertKey(service, { display_name: 'Operated' })
+    const disabled = await admin(service, 'key', 'disable', String(key.id), '--json')
+    t.equal(disabled.code, 0, disabled.stderr)
+    const [first] = await receiver.waitFor(1)
+    t.match(first.json, { type: 'key.disabled', data: { KeyId: key.id, Name: 'Operated', Parent: 1, Custno: 0, EndDate: /GMT$/ } })
+    const enabled = await admin(service, 'key', 'enable', String(key.id), '--json')
+    t.equal(enabled.code, 0, enabled.stderr)
+    const [, second] = await receiver.waitFor(2)
+    t.match(second.json, { type: 'key.changed', data: { KeyId: key.id, Changed: ['EndDate'] } })
+    await settle(300)
+    t.equal(receiver.received.length, 2, 'each once')
+    const audit = await service.kernel.database.db.selectFrom('api_audit').select('action').where('key_id', '=', key.id).orderBy('id').execute()
+    t.same(audit.map((row) => row.action).filter((action) => action !== 'key.create'), ['key.disable', 'key.enable'], 'audited as before')
+  }))
+
+t.test('webhooks.maxPerTenant: a create beyond it is 403, nothing written', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, config: { ...fastWebhooks, webhooks: { ...fastWebhooks.webhooks!, maxPerTenant: 2 } } })
+    const receiver = await startReceiver(t)
+    const count = async (running = service) => Number((await running.kernel.database.db.selectFrom('webhooks' as never).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n)
+    const create = () => service.call('POST', '/Api/Create/Webhook', { body: { Url: receiver.url, Events: ['key.changed'] }, today: true })
+    const first = await create()
+    t.equal(first.status, 200)
+    t.equal((await create()).status, 200)
+    // Disabled ones count too: an edit reuses one.
+    t.equal((await service.call('POST', '/Api/Edit/Webhook', { body: { Id: first.json.Id, Disabled: 1 }, today: true })).status, 200)
+    const refused = await create()
+    t.equal(refused.status, 403)
+    t.equal(refused.text, 'Error: Webhook limit reached: a tenant has at most 2 webhooks (webhooks.maxPerTenant); edit a disabled one to reuse it.')
+    t.equal(await count(), 2, 'nothing written')
+    // Concurrent creates never pass the cap either.
+    const service2 = await service.restart({ webhooks: { ...fastWebhooks.webhooks!, maxPerTenant: 6 } })
+    const answers = await Promise.all(Array.from({ length: 8 }, () => service2.call('POST', '/Api/Create/Webhook', { body: { Url: receiver.url, Events: ['key.changed'] }, today: true })))
+    t.same(answers.map((answer) => answer.status).sort(), [200, 200, 200, 200, 403, 403, 403, 403])
+    t.equal(await count(service2), 6)
+  }))

@@ -1,0 +1,187 @@
+/**
+ * Issue 17: webhooks. A receiver on a loopback port (allowed by config) gets each event
+ * type once, signed so that the `standardwebhooks` library verifies it; the routes'
+ * inputs, day code, authority and tenant isolation. On SQLite and MariaDB.
+ */
+import t from 'tap'
+import { Webhook } from 'standardwebhooks'
+import { forEachDatabase, startService, type Service } from './helpers/service.ts'
+import { groupNamed, insertKey, keyTestGroups, tenantKey } from './helpers/keys.ts'
+import { fastWebhooks, startReceiver, type Receiver } from './helpers/webhookReceiver.ts'
+
+const allEvents = ['key.expiring', 'key.usage', 'key.changed', 'key.rotated', 'key.disabled', 'people.import.finished']
+
+async function createWebhook(service: Service, receiver: Receiver, events = allEvents) {
+  const created = await service.call('POST', '/Api/Create/Webhook', { body: { Url: receiver.url, Events: events }, today: true })
+  if (created.status !== 200) throw new Error(created.text)
+  return created.json as { Id: number; Url: string; Events: string[]; Secret: string }
+}
+
+t.test('each event arrives once, verified with standardwebhooks', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, config: fastWebhooks })
+    const receiver = await startReceiver(t)
+    const groups = await keyTestGroups(service)
+    const webhook = await createWebhook(service, receiver)
+    t.match(webhook, { Id: Number, Url: receiver.url, Events: allEvents, Secret: /^whsec_[A-Za-z0-9+/]{32}$/ })
+
+    // A key that ends in three days: key.expiring (7 days) from the scan, once.
+    const endDate = new Date(Date.now() + 3 * 86_400_000).toUTCString()
+    const created = await service.call('POST', '/Api/Create/Key', { body: { Display_Name: 'Watched', GroupId: [groups.aclReader], Require_Https: 0, MaxHits: '5/1Hour', EndDate: endDate }, today: true })
+    t.equal(created.status, 200, created.text)
+    const key = { apiKey: created.json.Api_Key, secret: created.json.Api_Secret }
+    const keyId = created.json.Id
+
+    t.equal((await service.call('POST', '/Api/Edit/Key', { body: { KeyId: keyId, Email: 'ops@example.com' }, today: true })).status, 200)
+    const rotation = await service.call('POST', '/Api/Rotate/Key', { body: { KeyId: keyId, OldSecretValidFor: 0 }, today: true })
+    t.equal(rotation.status, 200)
+    // Five calls of 5/1Hour: 80 % at the fourth, 100 % at the fifth; the sixth (refused) tells nothing more.
+    const rotated = { apiKey: key.apiKey, secret: rotation.json.Api_Secret }
+    for (let call = 0; call < 6; call++) await service.call('GET', '/Api/Read/Acl', { key: rotated })
+    await receiver.waitFor(2, (item) => item.json.type === 'key.usage')
+
+    const importId = (await service.call('POST', '/people/update/importinit', { body: {} })).json.ImportId
+    await service.call('POST', '/people/update/importmass', { body: { ImportId: importId, People: [{ Source_Id: 'E1', FirstName: 'Ada', LastName: 'Lovelace' }] } })
+    t.equal((await service.call('POST', '/people/update/importterm', { body: { ImportId: importId } })).status, 200)
+
+    t.equal((await service.call('POST', '/Api/Edit/Key', { body: { KeyId: keyId, EndDate: new Date().toUTCString() }, today: true })).status, 200)
+
+    await receiver.waitFor(7)
+    // A moment more, so a duplicate would have arrived.
+    await new Promise((done) => setTimeout(done, 400))
+    const types = receiver.received.map((item) => item.json.type).sort()
+    t.same(types, ['key.changed', 'key.disabled', 'key.expiring', 'key.rotated', 'key.usage', 'key.usage', 'people.import.finished'], 'each event once')
+    const verifier = new Webhook(webhook.Secret)
+    for (const item of receiver.received) {
+      const verified = verifier.verify(item.body, { 'webhook-id': item.id, 'webhook-timestamp': item.timestamp, 'webhook-signature': item.signature }) as { type: string }
+      t.equal(verified.type, item.json.type, `${item.json.type} verifies`)
+    }
+    t.equal(new Set(receiver.received.map((item) => item.id)).size, 7, 'one webhook-id each')
+    const byType = (type: string) => receiver.received.filter((item) => item.json.type === type).map((item) => item.json.data)
+    t.match(byType('key.expiring')[0], { KeyId: keyId, Name: 'Watched', Days: 7, EndDate: endDate })
+    t.match(byType('key.changed')[0], { KeyId: keyId, Changed: ['Email'] })
+    t.match(byType('key.rotated')[0], { KeyId: keyId })
+    t.same(byType('key.usage').map((data) => data.Percent).sort(), [100, 80])
+    t.match(byType('key.usage')[0], { KeyId: keyId, Limit: 'MaxHits', Window: '1Hour', Count: 5 })
+    t.match(byType('people.import.finished')[0], { ImportId: importId, Added: 1 })
+    t.match(byType('key.disabled')[0], { KeyId: keyId })
+    t.match(receiver.received[0].json, { type: String, timestamp: /^\d{4}-\d\d-\d\dT/, data: Object })
+
+    // The deliveries, as the tenant reads them.
+    const deliveries = await service.call('POST', '/Api/Read/Deliveries', { body: { WebhookId: webhook.Id, Status: 'delivered' } })
+    t.equal(deliveries.status, 200, deliveries.text)
+    t.equal(deliveries.json.Total, 7)
+    t.same(new Set(deliveries.json.Deliveries.map((delivery: { Id: string }) => delivery.Id)), new Set(receiver.received.map((item) => item.id)), 'Id = webhook-id')
+    t.match(deliveries.json.Deliveries[0], { WebhookId: webhook.Id, Status: 'delivered', Attempts: 1, LastStatus: 200, LastError: null, NextAttempt: null, Created: String, Delivered: String })
+    const usage = await service.call('POST', '/Api/Read/Deliveries', { body: { Event: 'key.usage', PageSize: 1, Page: 2 } })
+    t.match(usage.json, { Total: 2, Page: 2 })
+    t.equal(usage.json.Deliveries.length, 1)
+    const csv = await service.call('POST', '/Api/Read/Deliveries?format=csv', { body: {} })
+    t.equal(csv.headers.get('x-total-count'), '7')
+    t.match(csv.text, /^Id,WebhookId,Event,Status,Attempts,LastStatus,LastError,NextAttempt,Created,Delivered/)
+  }))
+
+t.test('inputs, day code, authority, tenants', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, config: fastWebhooks })
+    const receiver = await startReceiver(t)
+    const count = async () => Number((await service.kernel.database.db.selectFrom('webhooks' as never).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n)
+    const create = (body: unknown, options: { today?: boolean } = { today: true }) => service.call('POST', '/Api/Create/Webhook', { body, ...options })
+
+    const noDayCode = await create({ Url: receiver.url, Events: ['key.changed'] }, {})
+    t.equal(noDayCode.status, 401, 'create needs the day code')
+    const bad: [unknown, RegExp][] = [
+      [{ Events: ['key.changed'] }, /Url/],
+      [{ Url: receiver.url }, /Events/],
+      [{ Url: receiver.url, Events: [] }, /Events/],
+      [{ Url: receiver.url, Events: ['key.exploded'] }, /Events/],
+      [{ Url: receiver.url, Events: ['key.changed', 'key.changed'] }, /Events/],
+      [{ Url: receiver.url, Events: ['key.changed'], Extra: 1 }, /Extra/],
+      [{ Url: 'not a url', Events: ['key.changed'] }, /^Error: Url must be an absolute URL/],
+      [{ Url: 'ftp://127.0.0.1/x', Events: ['key.changed'] }, /^Error: Url must start with https:\/\/ or http:\/\//],
+      [{ Url: 'http://user:pw@127.0.0.1/x', Events: ['key.changed'] }, /user name or password/],
+      [{ Url: receiver.url, Events: ['key.changed'], Secret: 'plain' }, /^Error: Secret must be whsec_/],
+      [{ Url: receiver.url, Events: ['key.changed'], Secret: 'whsec_c2hvcnQ=' }, /^Error: Secret must be whsec_/],
+      [{ Url: 'http://10.0.0.1/hook', Events: ['key.changed'] }, /^Error: The host 10\.0\.0\.1 resolves to 10\.0\.0\.1, a private/],
+      [{ Url: 'http://[::1]:9/hook', Events: ['key.changed'] }, /private, loopback or link-local/],
+      [{ Url: 'http://[::ffff:127.0.0.2]:9/hook', Events: ['key.changed'] }, /private, loopback or link-local/],
+      [{ Url: 'http://169.254.169.254/latest', Events: ['key.changed'] }, /private, loopback or link-local/],
+    ]
+    for (const [body, message] of bad) {
+      const answer = await create(body)
+      t.equal(answer.status, 400, JSON.stringify(body))
+      t.match(answer.text, message)
+      t.match(answer.text, /^Error: /)
+    }
+    t.equal(await count(), 0, 'nothing written')
+
+    const secret = 'whsec_' + Buffer.alloc(32, 7).toString('base64')
+    const made = await create({ Url: receiver.url, Events: ['key.changed'], Secret: secret })
+    t.equal(made.status, 200, made.text)
+    t.equal(made.json.Secret, secret, 'a given secret is used')
+
+    const listed = await service.call('GET', '/Api/Read/Webhooks')
+    t.same(listed.json, [{ Id: made.json.Id, Url: receiver.url, Events: ['key.changed'], Disabled: 0, Parent: 1, Custno: 0, Created: listed.json[0].Created }])
+    t.notMatch(listed.text, /whsec_/, 'never the secret')
+
+    // Edit: day code, changes, 400 and 404.
+    const edit = (body: unknown, today = true) => service.call('POST', '/Api/Edit/Webhook', { body, today })
+    t.equal((await edit({ Id: made.json.Id, Disabled: 1 }, false)).status, 401, 'edit needs the day code')
+    t.equal((await edit({ Id: made.json.Id })).status, 400, 'nothing to change')
+    t.equal((await edit({ Id: made.json.Id, Url: 'http://10.1.2.3/' })).status, 400)
+    t.equal((await edit({ Id: made.json.Id, Disabled: 2 })).status, 400)
+    t.equal((await edit({ Id: 999_999, Disabled: 1 })).status, 404)
+    const edited = await edit({ Id: made.json.Id, Events: ['key.rotated', 'key.changed'], Disabled: 1 })
+    t.equal(edited.status, 200, edited.text)
+    t.match(edited.json, { Id: made.json.Id, Events: ['key.rotated', 'key.changed'], Disabled: 1 })
+    t.notOk('Secret' in edited.json, 'no secret unless one was given')
+    const unchanged = await service.call('GET', '/Api/Read/Webhooks')
+    t.match(unchanged.json[0], { Url: receiver.url, Disabled: 1 })
+
+    // Another tenant sees none of it, and gets the same 404 as for an unknown id.
+    const other = await tenantKey(service, 2, 0)
+    const otherList = await service.call('GET', '/Api/Read/Webhooks', { key: other })
+    t.same(otherList.json, [], "another tenant's webhooks are invisible")
+    const otherEdit = await service.call('POST', '/Api/Edit/Webhook', { key: other, body: { Id: made.json.Id, Disabled: 0 }, today: true })
+    t.equal(otherEdit.status, 404)
+    t.equal(otherEdit.text, 'Error: Webhook not found.')
+    const otherDeliveries = await service.call('POST', '/Api/Read/Deliveries', { key: other, body: { WebhookId: made.json.Id } })
+    t.same(otherDeliveries.json, { Total: 0, Page: 1, Deliveries: [] })
+
+    // A key that may not create keys manages no webhooks, even holding the paths.
+    const webhookGroup = await groupNamed(service, 'Webhook administration')
+    const plain = await insertKey(service, {}, [webhookGroup])
+    const refused = await service.call('GET', '/Api/Read/Webhooks', { key: plain })
+    t.equal(refused.status, 403)
+    t.match(refused.text, /^Error: Only a key that may create keys/)
+    t.equal((await service.call('POST', '/Api/Read/Deliveries', { body: { From: 'yesterday' } })).status, 400)
+    t.equal((await service.call('POST', '/Api/Read/Deliveries', { body: { PageSize: 1001 } })).status, 400)
+    t.equal((await service.call('POST', '/Api/Read/Deliveries', { body: { Status: 'lost' } })).status, 400)
+  }))
+
+t.test('localhost is refused at create unless allowed, and at delivery when the allow list changes', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const receiver = await startReceiver(t)
+    const localUrl = `http://localhost:${receiver.port}/hook`
+    const closed = await startService(t, { kind, config: { ...fastWebhooks, webhooks: { ...fastWebhooks.webhooks!, allowAddresses: [] } } })
+    const refused = await closed.call('POST', '/Api/Create/Webhook', { body: { Url: localUrl, Events: ['key.changed'] }, today: true })
+    t.equal(refused.status, 400)
+    t.match(refused.text, /^Error: The host localhost resolves to (127\.0\.0\.1|::1), a private, loopback or link-local address/)
+    await closed.stop()
+
+    const service = await startService(t, { kind, config: { ...fastWebhooks, webhooks: { ...fastWebhooks.webhooks!, allowAddresses: ['127.0.0.1', '::1'] } } })
+    const groups = await keyTestGroups(service)
+    const created = await service.call('POST', '/Api/Create/Webhook', { body: { Url: localUrl, Events: ['key.changed'] }, today: true })
+    t.equal(created.status, 200, created.text)
+    const key = await service.call('POST', '/Api/Create/Key', { body: { Display_Name: 'Moved', GroupId: [groups.aclReader], Require_Https: 0 }, today: true })
+    // The operator closes loopback again before the change's delivery goes out.
+    const reopened = await service.restart({ webhooks: { ...fastWebhooks.webhooks!, allowAddresses: [] } })
+    t.equal((await reopened.call('POST', '/Api/Edit/Key', { body: { KeyId: key.json.Id, Phone: '1' }, today: true })).status, 200)
+    let delivery: Record<string, unknown> | undefined
+    for (let wait = 0; wait < 100 && !delivery; wait++) {
+      await new Promise((done) => setTimeout(done, 50))
+      delivery = (await reopened.call('POST', '/Api/Read/Deliveries', { body: {} })).json.Deliveries.find((item: { Attempts: number }) => item.Attempts >= 1)
+    }
+    t.match(delivery, { Status: 'pending', LastStatus: null, LastError: /^The host localhost resolves to .*a private, loopback or link-local address/ })
+    t.equal(receiver.attempts, 0, 'never sent')
+  }))
