@@ -4,6 +4,7 @@ import { listingRows, planListing, runListing, type ListingAnswer, type ListingP
 import { changePerson, createPerson, findPerson, recallPerson, setPersonColumns, type ChangedPerson } from './queries.ts'
 import { decodeImage, removeStoredPhoto, storePhoto } from './photos.ts'
 import { finishImport, importBatch, startImport } from './import.ts'
+import { bulkWriter } from './bulkWrite.ts'
 import { countPeople, dropCachedListings, listingPartition, peopleRoom, scopeOf, type PeopleDb, type Scope } from './scope.ts'
 import { peopleToday } from './today.ts'
 import { photoAnswer } from './photoAnswer.ts'
@@ -27,6 +28,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
   // Tenant limits (D14): the license counts our people, and every write that adds people checks MaxPeople.
   kernel.tenants.countUsage('People', countPeople)
   const room = peopleRoom(kernel)
+  const bulk = bulkWriter(kernel.dialect)
 
   /**
    * Listings are cached an hour per scope (D11); the query string, body and format are
@@ -206,7 +208,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       xml: { root: 'ImportBatch', item: 'Rejection' },
       async handler(call) {
         const scope = scopeOf(call.caller)
-        const { answer, touchedCustnos } = await importBatch(db, scope, call.body, kernel.clock(), { check: room, readCommitted: kernel.dialect === 'mysql' })
+        const { answer, touchedCustnos } = await importBatch(db, scope, call.body, kernel.clock(), { room, bulk, readCommitted: kernel.dialect === 'mysql' })
         if (touchedCustnos.length > 0) dropCachedListings(kernel, scope.parent, touchedCustnos)
         return answer
       },
