@@ -92,6 +92,7 @@ export function afterKey(order: readonly OrderItem[], key: readonly KeyValue[]) 
     const firstValue = key[0]
     if (first.direction === 'asc' && firstValue !== null) return eb.and([eb(first.column, '>=', firstValue), after])
     if (first.direction === 'desc' && firstValue === null) return eb.and([eb(first.column, 'is', null), after])
+    if (first.direction === 'desc') return eb.and([eb.or([eb(first.column, '<=', firstValue), eb(first.column, 'is', null)]), after])
     return after
   }
 }

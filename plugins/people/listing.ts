@@ -75,6 +75,8 @@ const filterableFields: Record<string, { column: Column; type: 'text' | 'integer
 const byLowerName = <T>(fields: Record<string, T>) =>
   new Map(Object.entries(fields).map(([name, value]) => [name.toLowerCase(), { name, value }]))
 const sortableByLowerName = byLowerName(sortableFields)
+/** The fields a listing may be sorted by (each has an index, migrations.ts 0002). */
+export const sortableFieldNames = Object.keys(sortableFields)
 const filterableByLowerName = byLowerName(filterableFields)
 
 export interface ListingPlan {

@@ -92,13 +92,21 @@ export const peopleMigrations: Migrations = {
   '0002-people-sort-indexes': {
     // One index per sortable field, (parent, field, id): it serves that sort either way
     // (Id runs the way the field does) for a parent-wide key and, filtering Custno on
-    // the way, for a key bound to one customer; the listing's other conditions filter
-    // along the walk. A page is then a seek in order, never a scan and a sort.
-    // Sorting by Id walks (parent, id); LastName,FirstName keeps the indexes of 0001.
-    async up(db) {
+    // the way, for a key bound to one customer. The columns after id never change the
+    // order (id is unique); they let the listing's own conditions (Custno, Deleted, the
+    // missing photo) be checked in the index, so a page number's anchor (an OFFSET walk)
+    // reads the index alone, and MySQL prefers walking it in order to sorting another.
+    // The default LastName,FirstName of the list routes gets one such index of its own,
+    // which replaces 0001's people_by_name (parent, custno, ...): it served one customer only.
+    async up(db, dialect) {
+      const filtered = ['custno', 'deleted', 'has_photo']
       for (const column of sortIndexColumns) {
-        await db.schema.createIndex(`people_sort_${column}`).on('people').columns(column === 'id' ? ['parent', 'id'] : ['parent', column, 'id']).execute()
+        const leading = column === 'id' ? ['parent', 'id'] : ['parent', column, 'id']
+        await db.schema.createIndex(`people_sort_${column}`).on('people').columns([...leading, ...filtered.filter((name) => name !== column)]).execute()
       }
+      await db.schema.createIndex('people_sort_name').on('people').columns(['parent', 'last_name', 'first_name', 'id', ...filtered]).execute()
+      const replaced = db.schema.dropIndex('people_by_name')
+      await (dialect === 'mysql' ? replaced.on('people') : replaced).execute()
     },
   },
 }
