@@ -49,10 +49,11 @@ export function decodeCursor(text: string, sortText: string, order: readonly Ord
   } catch {
     throw invalid()
   }
-  const keyColumns = keyOrder(order)
-  if (!Array.isArray(decoded) || decoded.length !== 2 + keyColumns.length) throw invalid()
+  if (!Array.isArray(decoded) || typeof decoded[0] !== 'string') throw invalid()
   const [sort, position, ...key] = decoded as unknown[]
   if (sort !== sortText) throw badRequest(`after was made for sort '${String(sort)}', not '${sortText}'; keep the sort while paging.`)
+  const keyColumns = keyOrder(order)
+  if (key.length !== keyColumns.length) throw invalid()
   if (!Number.isSafeInteger(position) || (position as number) < 1) throw invalid()
   keyColumns.forEach(({ column }, index) => {
     const value = key[index]
