@@ -5,7 +5,7 @@
  *
  * Environment: BENCH_SECONDS (10), BENCH_CONNECTIONS (50), BENCH_PEOPLE (100000),
  * BENCH_KEYS (1000000), BENCH_ONLY (comma-separated scenario names: acl, acl-log2, log,
- * create, people, people-uncached, keys, three-redis), BENCH_REDIS_URL (for three-redis; default
+ * create, people, people-uncached, people-goals, keys, three-redis; people-goals imports its own people, so run it alone), BENCH_REDIS_URL (for three-redis; default
  * the local Redis under a key prefix of its own), BENCH_OUT (bench-results/latest.json),
  * BENCH_SERVICE_NODE_OPTIONS (node flags for the service process only), BENCH_SERVICE_NODE_ARGS
  * (flags NODE_OPTIONS refuses, e.g. `--cpu-prof --cpu-prof-dir=prof`). Every request is signed (the signature is reused
@@ -24,6 +24,7 @@ import { loadMasterKey, SecretBox } from '../kernel/auth/secrets.ts'
 import { newKeyCredentials } from '../kernel/auth/keyIssuer.ts'
 import { dayCodeAt } from '../kernel/auth/dayCode.ts'
 import { loadDaySecret } from '../kernel/boot/bootstrap.ts'
+import { peopleGoals } from './bench/people.ts'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const seconds = Number(process.env.BENCH_SECONDS ?? 10)
@@ -269,6 +270,16 @@ async function main(): Promise<void> {
         rows.push(summarise(`GET /People/Read/Missing over ${peopleCount} people, uncached`, await measure(uncached.base + path, { method: 'GET', path, key: reader }), bareRate))
         uncached.child.kill('SIGTERM')
       }
+    }
+    if (wanted('people-goals')) {
+      rows.push(...await peopleGoals({
+        base: service.base, servicePid: service.child.pid!, admin, reader, database: databaseUrl ? 'mysql' : 'sqlite', peopleCount, call, measure,
+        startService: async (extraEnv) => {
+          const started = await startService(dataDir, extraEnv)
+          children.push(started.child)
+          return started
+        },
+      }))
     }
     if (wanted('keys')) {
       const started = Date.now()
