@@ -1,5 +1,5 @@
 import { badRequest } from '../../kernel/sdk.ts'
-import { personRecord, recordColumns, type PersonRecord, type RecordRow } from './fields.ts'
+import { personRecord, recordColumns, rememberingHttpDate, type PersonRecord, type RecordRow } from './fields.ts'
 import { afterKey, decodeCursor, encodeCursor, keyOrder, type Cursor, type KeyValue } from './cursor.ts'
 import { inScope, type PeopleDb, type Scope } from './scope.ts'
 import type { PeopleTable } from './tables.ts'
@@ -222,10 +222,11 @@ export async function runListing(db: PeopleDb, scope: Scope, set: ListingSet, pl
   const more = rows.length > plan.size
   if (more) rows.pop()
   const lastKey = queries.keyOf(rows[rows.length - 1])
+  const formatDate = rememberingHttpDate()
   const end = before + rows.length
   // The next page by number seeks from here too (only a numbered page knows its position exactly).
   if (more && !plan.after) await remember(`anchor|${listing}|${plan.sortText}|${end}`, async () => lastKey)
-  return answer(page, more ? encodeCursor(plan.sortText, end, lastKey) : null, rows.map(personRecord))
+  return answer(page, more ? encodeCursor(plan.sortText, end, lastKey) : null, rows.map((row) => personRecord(row, formatDate)))
 }
 
 /** The records of a listing answer, for CSV (one row per person; Total and Page go in headers, D12). */
