@@ -38,7 +38,7 @@ export const listingProperties = {
   size: { type: 'integer', minimum: 1, maximum: maxPageSize },
   sort: { type: 'string', maxLength: 500 },
   filter: { type: 'string', maxLength: 2000 },
-  after: { type: 'string', minLength: 1, maxLength: 4096 },
+  after: { type: 'string', minLength: 1, maxLength: 16384 },
 } as const
 
 type Column = keyof PeopleTable & string
