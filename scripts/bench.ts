@@ -8,7 +8,7 @@
  * Environment: BENCH_SECONDS (10), BENCH_CONNECTIONS (50), BENCH_ROUNDS (3: alternating
  * runs for goals 1 and 2), BENCH_PEOPLE (100000), BENCH_KEYS (1000000), BENCH_ONLY
  * (comma-separated scenario names: acl, acl-log2, log, create, people, people-uncached,
- * keys, workers, three-redis, profile), BENCH_REDIS_URL (for workers/three-redis on MySQL;
+ * people-goals, keys, workers, three-redis, profile), BENCH_REDIS_URL (for workers/three-redis on MySQL;
  * default the local Redis under a key prefix of its own), BENCH_OUT
  * (bench-results/latest.json), BENCH_PROFILE_DIR (bench-results/prof),
  * BENCH_SERVICE_NODE_OPTIONS (node flags for the service process only),
@@ -33,6 +33,7 @@ import { hotPathGoals } from './bench/hotPath.ts'
 import { manyKeysGoal } from './bench/manyKeys.ts'
 import { scalingGoal } from './bench/scaling.ts'
 import { profileGoal } from './bench/profile.ts'
+import { peopleGoals } from './bench/people.ts'
 
 const peopleCount = Number(process.env.BENCH_PEOPLE ?? 100_000)
 const only = process.env.BENCH_ONLY?.split(',').map((name) => name.trim())
@@ -101,6 +102,8 @@ async function main(): Promise<void> {
         next: () => ({ key: admin, today: today(), body: JSON.stringify({ Display_Name: `bench ${process.pid} ${counter++}`, GroupId: groupIds[0], Require_Https: 0 }) }),
       }), bareRate))
     }
+    // Before `people`: goal 5 times an import into an empty directory.
+    if (wanted('people-goals')) await peopleGoals(context, peopleCount)
     if (wanted('people') || wanted('people-uncached')) {
       const started = Date.now()
       await seedPeople(service.base, admin)

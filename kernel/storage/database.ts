@@ -56,7 +56,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
       if (text === 'rollback' && !file.inTransaction) return nothingToRollBack
       let statement = statements.get(text)
       if (statement === undefined) {
-        statement = file.prepare(text)
+        statement = withRowsFromArrays(file.prepare(text))
         statements.set(text, statement)
       }
       return statement
@@ -109,6 +109,33 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
       await db.destroy()
     },
   }
+}
+
+/**
+ * A reading statement answers arrays (better-sqlite3's raw mode) made into row objects
+ * here, one property after the other in the same order every time: half the CPU of
+ * better-sqlite3's own row objects, which shows on every page of 100 people.
+ */
+function withRowsFromArrays(statement: SQLite.Statement): SQLite.Statement {
+  if (!statement.reader) return statement
+  const names = statement.raw(true).columns().map((column) => column.name)
+  const row = (values: unknown[]) => {
+    const object: Record<string, unknown> = {}
+    for (let index = 0; index < names.length; index++) object[names[index]] = values[index]
+    return object
+  }
+  // Only what Kysely's SQLite driver calls (reader, all, iterate) and get.
+  return {
+    reader: true,
+    all: (...parameters: unknown[]) => (statement.all(...parameters) as unknown[][]).map(row),
+    get: (...parameters: unknown[]) => {
+      const values = statement.get(...parameters) as unknown[] | undefined
+      return values === undefined ? undefined : row(values)
+    },
+    *iterate(...parameters: unknown[]) {
+      for (const values of statement.iterate(...parameters)) yield row(values as unknown[])
+    },
+  } as unknown as SQLite.Statement
 }
 
 function openMysql(url: string): Database {

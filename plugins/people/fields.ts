@@ -176,11 +176,27 @@ export const personRecordFields = [
   'HireDate', 'TermDate', 'Skip', 'DateLast', 'DateEdit',
 ] as const satisfies readonly (keyof PersonRecord)[]
 
-export function personRecord(row: RecordRow): PersonRecord {
+/**
+ * An HTTP-date formatter that remembers what it formatted: a page of 100 people
+ * imported together holds two or three distinct times, not 300. One per listing call.
+ */
+export function rememberingHttpDate(): (time: number) => string {
+  const known = new Map<number, string>()
+  return (time) => {
+    let text = known.get(time)
+    if (text === undefined) {
+      text = httpDate(time)
+      known.set(time, text)
+    }
+    return text
+  }
+}
+
+export function personRecord(row: RecordRow, formatDate: (time: number) => string = httpDate): PersonRecord {
   return {
     Id: Number(row.id),
     Emp_Id: row.emp_id ?? '',
-    Created: httpDate(Number(row.created)),
+    Created: formatDate(Number(row.created)),
     Deleted: Number(row.deleted),
     Parent: Number(row.parent),
     Custno: Number(row.custno),
@@ -201,7 +217,7 @@ export function personRecord(row: RecordRow): PersonRecord {
     HireDate: row.hire_date ?? '',
     TermDate: row.term_date ?? '',
     Skip: row.skip ?? '',
-    DateLast: row.date_last === null ? '' : httpDate(Number(row.date_last)),
-    DateEdit: httpDate(Number(row.date_edit)),
+    DateLast: row.date_last === null ? '' : formatDate(Number(row.date_last)),
+    DateEdit: formatDate(Number(row.date_edit)),
   }
 }

@@ -1,10 +1,9 @@
 import Papa from 'papaparse'
-import type { Insertable } from 'kysely'
 import { badRequest, isUniqueViolation, notFound, schemaCheck, type KernelServices } from '../../kernel/sdk.ts'
 import { columnsFromInput, editableFields, personFieldProperties, recordColumns, todayText, type PersonColumns, type PersonInput, type RecordRow } from './fields.ts'
 import { custnoFor } from './queries.ts'
+import { rowsPerStatement, type BulkRow, type BulkWriter } from './bulkWrite.ts'
 import { inScope, type PeopleDb, type PeopleRoom, type Scope } from './scope.ts'
-import type { PeopleTable } from './tables.ts'
 
 /**
  * Bulk import for HR systems (D13): importinit -> importmass (any number of batches)
@@ -18,9 +17,6 @@ import type { PeopleTable } from './tables.ts'
 export const maxBatchRows = 10_000
 /** How many rejections importterm lists (all are counted); each batch answer lists all of its own. */
 export const maxListedRejections = 1_000
-
-/** Rows per multi-row statement: far below SQLite's 32,766 and MySQL's 65,535 placeholders at 27 columns. */
-const rowsPerStatement = 500
 
 // Import rows are checked by the plugin, not the route schema, so one bad row rejects
 // that row instead of the whole batch. Compiled once, at load.
@@ -81,29 +77,48 @@ interface SentRow {
   problem?: string
 }
 
-/** The rows of a CSV batch, parsed by papaparse with the first line as header. */
-function rowsFromCsv(text: string): SentRow[] {
-  const parsed = Papa.parse<Record<string, string>>(text, { header: true, skipEmptyLines: 'greedy', transformHeader: (header) => header.trim() })
-  const header = parsed.meta.fields ?? []
+/** 400 naming any column of a CSV header that is not an import field. */
+function checkCsvHeader(header: readonly string[]): void {
   const unknown = header.filter((name) => !importFieldByLowerName.has(name.toLowerCase()))
   if (unknown.length > 0) throw badRequest(`Unknown CSV column ${unknown.map((name) => `'${name}'`).join(', ')}. Columns: ${importFieldNames.join(', ')}.`)
-  if (parsed.data.length > maxBatchRows) throw badRequest(`A batch holds at most ${maxBatchRows} rows; this one has ${parsed.data.length}.`)
-  const problems = new Map<number, string>()
-  for (const error of parsed.errors) if (error.row !== undefined && !problems.has(error.row)) problems.set(error.row, `${error.message}.`)
-  return parsed.data.map((record, index) => {
-    const fields: PersonInput = {}
-    for (const [name, value] of Object.entries(record)) {
-      const field = importFieldByLowerName.get(name.toLowerCase())
-      if (field === undefined || value === undefined) continue
-      if (field === 'Custno') {
-        // An empty Custno cell means "not given"; any other text must be a whole number.
-        if (value.trim() !== '') fields.Custno = /^\d{1,15}$/.test(value.trim()) ? Number(value.trim()) : (value as never)
-      } else {
-        fields[field] = value
+}
+
+/**
+ * The rows of a CSV batch, the first line the header. papaparse hands over one record
+ * at a time (`step`), each turned into its row at once: the parsed text is never held
+ * twice, and rows past the batch limit are only counted.
+ */
+function rowsFromCsv(text: string): SentRow[] {
+  const options = { header: true, skipEmptyLines: 'greedy', transformHeader: (header: string) => header.trim() } as const
+  const rows: SentRow[] = []
+  let count = 0
+  let header: string[] | undefined
+  Papa.parse<Record<string, string>>(text, {
+    ...options,
+    step(result, parser) {
+      if (header === undefined) {
+        header = result.meta.fields ?? []
+        if (header.some((name) => !importFieldByLowerName.has(name.toLowerCase()))) return parser.abort()
       }
-    }
-    return { row: index + 1, fields, problem: problems.get(index) }
+      if (++count > maxBatchRows) return
+      const fields: PersonInput = {}
+      for (const [name, value] of Object.entries(result.data)) {
+        const field = importFieldByLowerName.get(name.toLowerCase())
+        if (field === undefined || value === undefined) continue
+        if (field === 'Custno') {
+          // An empty Custno cell means "not given"; any other text must be a whole number.
+          if (value.trim() !== '') fields.Custno = /^\d{1,15}$/.test(value.trim()) ? Number(value.trim()) : (value as never)
+        } else {
+          fields[field] = value
+        }
+      }
+      rows.push({ row: count, fields, problem: result.errors.length > 0 ? `${result.errors[0].message}.` : undefined })
+    },
   })
+  // A header-only batch steps no record: its header is read on its own.
+  checkCsvHeader(header ?? Papa.parse(text, { ...options, preview: 1 }).meta.fields ?? [])
+  if (count > maxBatchRows) throw badRequest(`A batch holds at most ${maxBatchRows} rows; this one has ${count}.`)
+  return rows
 }
 
 /** A row that passed every check, ready to write. */
@@ -136,12 +151,27 @@ function chunks<T>(items: T[], size: number): T[][] {
   return result
 }
 
-/** Column values of a new person: every column named, so one multi-row insert fits all rows. */
-function newPersonValues(good: GoodRow, parent: number, importId: number, now: number): Insertable<PeopleTable> {
-  const values: Record<string, unknown> = {}
-  for (const field of editableFields) values[field.column] = null
-  Object.assign(values, { gender: 'U', has_photo: 0 }, good.columns)
-  return { ...(values as Insertable<PeopleTable>), parent, custno: good.custno, created: now, date_edit: now, seen_import: importId }
+/** Every column a new person is written with, so one multi-row insert fits all rows. */
+const newPersonColumns = ['parent', 'custno', 'created', 'date_edit', 'seen_import', 'has_photo', ...editableFields.map((field) => field.column)]
+
+/** Column values of a new person (absent fields NULL; Gender U and has_photo 0 unless given). */
+function newPersonValues(good: GoodRow, parent: number, importId: number, now: number): BulkRow {
+  return { gender: 'U', has_photo: 0, ...good.columns, parent, custno: good.custno, created: now, date_edit: now, seen_import: importId }
+}
+
+/**
+ * Changed people grouped by the fields their rows gave (a missing CSV column or JSON
+ * field leaves that field alone), so each group is written by one upsert per 1,000 rows.
+ */
+function changedByFields(rows: readonly GoodRow[]): Map<string, GoodRow[]> {
+  const groups = new Map<string, GoodRow[]>()
+  for (const row of rows) {
+    const fields = Object.keys(row.columns).join(',')
+    const group = groups.get(fields)
+    if (group) group.push(row)
+    else groups.set(fields, [row])
+  }
+  return groups
 }
 
 function differs(existing: RecordRow, columns: PersonColumns): boolean {
@@ -164,7 +194,7 @@ export async function importBatch(
   scope: Scope,
   batch: { ImportId: number; People?: unknown[]; Csv?: string },
   now: number,
-  room: { check: PeopleRoom; readCommitted: boolean },
+  writes: { room: PeopleRoom; bulk: BulkWriter; readCommitted: boolean },
 ): Promise<BatchResult> {
   if ((batch.People === undefined) === (batch.Csv === undefined)) throw badRequest('Send either People (a JSON array) or Csv (CSV text with a header line).')
   const importId = batch.ImportId
@@ -195,7 +225,7 @@ export async function importBatch(
   try {
     // READ COMMITTED on MySQL: the MaxPeople count below must see people committed after
     // this transaction's first read (the room check's lock orders the writers).
-    const transaction = room.readCommitted ? db.transaction().setIsolationLevel('read committed') : db.transaction()
+    const transaction = writes.readCommitted ? db.transaction().setIsolationLevel('read committed') : db.transaction()
     return await transaction.execute(async (trx) => {
       // Counting the batch first also locks the import's row (MySQL), so two batches of
       // one import take turns, and a batch racing importterm cannot land after it.
@@ -216,11 +246,11 @@ export async function importBatch(
       for (const row of good) {
         if (!existing.has(`${row.custno}\u0000${row.sourceId}`)) newPerCustno.set(row.custno, (newPerCustno.get(row.custno) ?? 0) + 1)
       }
-      await room.check(trx, [...newPerCustno].map(([custno, count]) => ({ parent: scope.parent, custno, count })))
+      await writes.room(trx, [...newPerCustno].map(([custno, count]) => ({ parent: scope.parent, custno, count })))
 
       const added: GoodRow[] = []
+      const changedRows: GoodRow[] = []
       const unchangedIds: number[] = []
-      let changed = 0
       const touched = new Set<number>()
       for (const row of good) {
         const stored = existing.get(`${row.custno}\u0000${row.sourceId}`)
@@ -228,15 +258,18 @@ export async function importBatch(
           added.push(row)
           touched.add(row.custno)
         } else if (differs(stored, row.columns)) {
-          await trx.updateTable('people').set({ ...row.columns, date_edit: now, seen_import: importId }).where('id', '=', stored.id).execute()
-          changed++
+          changedRows.push(row)
           touched.add(row.custno)
         } else {
           unchangedIds.push(Number(stored.id))
         }
       }
-      for (const part of chunks(added, rowsPerStatement)) {
-        await trx.insertInto('people').values(part.map((row) => newPersonValues(row, scope.parent, importId, now))).execute()
+      const changed = changedRows.length
+      await writes.bulk.insert(trx, newPersonColumns, added.map((row) => newPersonValues(row, scope.parent, importId, now)))
+      for (const [fields, rows] of changedByFields(changedRows)) {
+        const given = fields.split(',').filter((column) => column !== 'source_id')
+        await writes.bulk.upsert(trx, ['parent', 'custno', 'source_id', 'created', 'date_edit', 'seen_import', ...given], [...given, 'date_edit', 'seen_import'],
+          rows.map((row) => ({ ...row.columns, parent: scope.parent, custno: row.custno, created: now, date_edit: now, seen_import: importId })))
       }
       // Unchanged people keep their DateEdit; they are only marked as seen by this import.
       for (const part of chunks(unchangedIds, rowsPerStatement)) {

@@ -1,12 +1,18 @@
 import { badRequest } from '../../kernel/sdk.ts'
-import { personRecord, recordColumns, type PersonRecord } from './fields.ts'
+import { personRecord, recordColumns, rememberingHttpDate, type PersonRecord, type RecordRow } from './fields.ts'
+import { afterKey, decodeCursor, encodeCursor, keyOrder, type Cursor, type KeyValue } from './cursor.ts'
 import { inScope, type PeopleDb, type Scope } from './scope.ts'
 import type { PeopleTable } from './tables.ts'
 
 /**
  * The people listings (D11): paging, sorting and filtering on allow-listed fields,
- * and the answer shape `{ Total, Page, Sort, Filter, People }` shared by
+ * and the answer shape `{ Total, Page, Sort, Filter, Next, People }` shared by
  * GET /People/Read/Missing and POST /people/read/list|filtered|sorted.
+ *
+ * Every page is an index seek, never an OFFSET walk on the request path: a page asked
+ * by cursor (`after`, cursor.ts) seeks after that key; a page asked by number seeks
+ * after the key of the row just before it (its anchor), found once by OFFSET and then
+ * remembered with the Total until the scope's people change.
  */
 
 /** Listing parameters as they arrive (query string or JSON body); all optional. */
@@ -15,6 +21,8 @@ export interface ListingParameters {
   size?: number
   sort?: string
   filter?: string
+  /** The Next of a previous answer: the page after that row (keyset paging; instead of page). */
+  after?: string
   /** Only the list routes: 1/true also lists deleted people. */
   IncludeDeleted?: number | boolean
 }
@@ -30,6 +38,7 @@ export const listingProperties = {
   size: { type: 'integer', minimum: 1, maximum: maxPageSize },
   sort: { type: 'string', maxLength: 500 },
   filter: { type: 'string', maxLength: 2000 },
+  after: { type: 'string', minLength: 1, maxLength: 16384 },
 } as const
 
 type Column = keyof PeopleTable & string
@@ -66,10 +75,14 @@ const filterableFields: Record<string, { column: Column; type: 'text' | 'integer
 const byLowerName = <T>(fields: Record<string, T>) =>
   new Map(Object.entries(fields).map(([name, value]) => [name.toLowerCase(), { name, value }]))
 const sortableByLowerName = byLowerName(sortableFields)
+/** The fields a listing may be sorted by (each has an index, migrations.ts 0002). */
+export const sortableFieldNames = Object.keys(sortableFields)
 const filterableByLowerName = byLowerName(filterableFields)
 
 export interface ListingPlan {
   page: number
+  /** Keyset paging: the row the page starts after (then `page` is not used). */
+  after: Cursor | null
   size: number
   order: { column: Column; direction: 'asc' | 'desc' }[]
   conditions: { column: Column; value: string | number | null }[]
@@ -93,8 +106,9 @@ function parseSort(text: string): Pick<ListingPlan, 'order' | 'sortText'> {
     order.push({ column: field.value, direction: descending ? 'desc' : 'asc' })
   }
   if (order.length === 0) return parseSort(defaultSort)
-  // Id last makes the order total, so pages neither repeat nor skip people.
-  if (!order.some((item) => item.column === 'id')) order.push({ column: 'id', direction: 'asc' })
+  // Id last makes the order total, so pages neither repeat nor skip people. It runs the
+  // way the last field does, so a one-field sort either way is one index read one way.
+  if (!order.some((item) => item.column === 'id')) order.push({ column: 'id', direction: order[order.length - 1].direction })
   return { order, sortText: names.join(',') }
 }
 
@@ -126,10 +140,13 @@ function parseFilter(text: string, allowDeleted: boolean): Pick<ListingPlan, 'co
 
 /** Checks the parameters against the allow-lists and applies the defaults of D11; 400 naming any bad field. */
 export function planListing(parameters: ListingParameters, options: { allowDeletedFilter: boolean }): ListingPlan {
+  if (parameters.page !== undefined && parameters.after !== undefined) throw badRequest('Give either page or after, not both.')
+  const sort = parseSort(parameters.sort ?? '')
   return {
     page: parameters.page ?? 1,
+    after: parameters.after === undefined ? null : decodeCursor(parameters.after, sort.sortText, sort.order),
     size: parameters.size ?? defaultPageSize,
-    ...parseSort(parameters.sort ?? ''),
+    ...sort,
     ...parseFilter(parameters.filter ?? '', options.allowDeletedFilter),
   }
 }
@@ -139,37 +156,77 @@ export interface ListingAnswer {
   Page: string
   Sort: string
   Filter: string
+  /** The cursor of this page's last row, for `after`; absent on the last page (so a one-page answer is D11's shape). */
+  Next?: string
   People: PersonRecord[] | typeof noPeopleFound
 }
 
 /** Which people a listing ranges over before its filter. */
 export type ListingSet = 'missing photo' | 'current' | 'current and deleted'
 
-/** Keeps a listing's Total between calls (the kernel's partitioned memo); `name` says which listing. */
-export type TotalMemo = (name: string, count: () => Promise<number>) => Promise<number>
+/** Keeps a listing's Total and page anchors between calls (the kernel's partitioned memo); `name` says which. */
+export type ListingMemo = <T>(name: string, compute: () => Promise<T>) => Promise<T>
 
-export async function runListing(db: PeopleDb, scope: Scope, set: ListingSet, plan: ListingPlan, rememberTotal: TotalMemo): Promise<ListingAnswer> {
+/**
+ * The queries a listing runs, built once per call from the plan (exported so a test
+ * can EXPLAIN exactly what the routes run).
+ */
+export function listingQueries(db: PeopleDb, scope: Scope, set: ListingSet, plan: ListingPlan) {
   let query = db.selectFrom('people').where(inScope(scope))
   if (set !== 'current and deleted') query = query.where('deleted', '=', 0)
   if (set === 'missing photo') query = query.where('has_photo', '=', 0)
   for (const condition of plan.conditions) {
     query = condition.value === null ? query.where(condition.column, 'is', null) : query.where(condition.column, '=', condition.value)
   }
+  const keyColumns = keyOrder(plan.order).map((item) => item.column)
+  const inOrder = <Q extends { orderBy: (column: Column, direction: 'asc' | 'desc') => Q }>(ordered: Q) =>
+    plan.order.reduce((sorted, { column, direction }) => sorted.orderBy(column, direction), ordered)
+  return {
+    count: query.select((eb) => eb.fn.countAll().as('total')),
+    /** The key of the row at `position` (1-based): the anchor the page after it seeks from. */
+    keyAt: (position: number) => inOrder(query.select(keyColumns)).limit(1).offset(position - 1),
+    /** The page after `key` (from the start when null), one row more than the page to tell whether another follows. */
+    page: (key: readonly KeyValue[] | null) => inOrder((key === null ? query : query.where(afterKey(plan.order, key))).select(recordColumns)).limit(plan.size + 1),
+    keyOf: (row: Partial<RecordRow>): KeyValue[] => keyColumns.map((column) => (row as Record<string, KeyValue>)[column]),
+  }
+}
+
+export async function runListing(db: PeopleDb, scope: Scope, set: ListingSet, plan: ListingPlan, remember: ListingMemo): Promise<ListingAnswer> {
+  const queries = listingQueries(db, scope, set, plan)
+  const listing = `${set}|${plan.filterText}`
   // Every page of one listing has the same Total; counting 100,000 rows costs more
   // than the page itself, so it is counted once until the scope's people change.
-  const total = await rememberTotal(`${set}|${plan.filterText}`, async () => {
-    const counted = await query.select((eb) => eb.fn.countAll().as('total')).executeTakeFirstOrThrow()
-    return Number(counted.total)
-  })
+  const total = await remember(`total|${listing}`, async () => Number((await queries.count.executeTakeFirstOrThrow()).total))
   const pages = Math.max(1, Math.ceil(total / plan.size))
-  const answer = { Total: total, Page: `${plan.page} of ${pages}`, Sort: plan.sortText, Filter: plan.filterText }
-  // A page past the end is answered like "nothing matches", but keeps the real Total.
-  if (total === 0 || plan.page > pages) return { ...answer, People: noPeopleFound }
+  const answer = (page: string, next: string | null, people: ListingAnswer['People']): ListingAnswer => next === null
+    ? { Total: total, Page: page, Sort: plan.sortText, Filter: plan.filterText, People: people }
+    : { Total: total, Page: page, Sort: plan.sortText, Filter: plan.filterText, Next: next, People: people }
 
-  let pageQuery = query.select(recordColumns)
-  for (const { column, direction } of plan.order) pageQuery = pageQuery.orderBy(column, direction)
-  const rows = await pageQuery.limit(plan.size).offset((plan.page - 1) * plan.size).execute()
-  return { ...answer, People: rows.map(personRecord) }
+  let before: number
+  let key: KeyValue[] | null
+  if (plan.after) {
+    ;({ position: before, key } = plan.after)
+  } else {
+    // A page past the end is answered like "nothing matches", but keeps the real Total.
+    if (total === 0 || plan.page > pages) return answer(`${plan.page} of ${pages}`, null, noPeopleFound)
+    before = (plan.page - 1) * plan.size
+    key = before === 0 ? null : await remember(`anchor|${listing}|${plan.sortText}|${before}`, async () => {
+      const row = await queries.keyAt(before).executeTakeFirst()
+      return row ? queries.keyOf(row) : null
+    })
+  }
+  const page = `${Math.floor(before / plan.size) + 1} of ${pages}`
+  if (before > 0 && key === null) return answer(page, null, noPeopleFound)
+  const rows = await queries.page(key).execute()
+  if (rows.length === 0) return answer(page, null, noPeopleFound)
+  const more = rows.length > plan.size
+  if (more) rows.pop()
+  const lastKey = queries.keyOf(rows[rows.length - 1])
+  const formatDate = rememberingHttpDate()
+  const end = before + rows.length
+  // The next page by number seeks from here too (only a numbered page knows its position exactly).
+  if (more && !plan.after) await remember(`anchor|${listing}|${plan.sortText}|${end}`, async () => lastKey)
+  return answer(page, more ? encodeCursor(plan.sortText, end, lastKey) : null, rows.map((row) => personRecord(row, formatDate)))
 }
 
 /** The records of a listing answer, for CSV (one row per person; Total and Page go in headers, D12). */

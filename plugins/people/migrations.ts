@@ -11,6 +11,12 @@ function autoIdType(dialect: Dialect) {
   return dialect === 'mysql' ? 'bigint' : 'integer'
 }
 
+/** The columns a listing may be sorted by, each with its index (0002; a later sortable field gets a migration of its own). */
+const sortIndexColumns = [
+  'id', 'emp_id', 'created', 'custno', 'disp_group', 'source_id', 'location', 'email', 'first_name', 'last_name',
+  'nick_name', 'gender', 'dept', 'title', 'birthday', 'hire_date', 'term_date', 'date_last', 'date_edit',
+] as const
+
 /** Versioned migrations of the people plugin's tables. Append new ones; never edit an applied one. */
 export const peopleMigrations: Migrations = {
   '0001-people': {
@@ -83,4 +89,32 @@ export const peopleMigrations: Migrations = {
         .execute()
     },
   },
+  '0002-people-sort-indexes': {
+    // One index per sortable field, (parent, field, id): it serves that sort either way
+    // (Id runs the way the field does) for a parent-wide key and, filtering Custno on
+    // the way, for a key bound to one customer. The columns after id never change the
+    // order (id is unique); they let the listing's own conditions (Custno, Deleted, the
+    // missing photo) be checked in the index, so a page number's anchor (an OFFSET walk)
+    // reads the index alone, and MySQL prefers walking it in order to sorting another.
+    // The default LastName,FirstName of the list routes gets one such index of its own,
+    // which replaces 0001's people_by_name (parent, custno, ...): it served one customer only.
+    async up(db, dialect) {
+      const filtered = ['custno', 'deleted', 'has_photo']
+      for (const column of sortIndexColumns) {
+        const leading = column === 'id' ? ['parent', 'id'] : ['parent', column, 'id']
+        await db.schema.createIndex(`people_sort_${column}`).on('people').columns([...leading, ...filtered.filter((name) => name !== column)]).execute()
+      }
+      await db.schema.createIndex('people_sort_name').on('people').columns(['parent', 'last_name', 'first_name', 'id', ...filtered]).execute()
+      // The missing-photo page across customers, with Custno in the index: it serves a
+      // key of one customer too, so 0001's people_missing_by_custno goes (one index less
+      // to write on every import), like people_by_name.
+      await db.schema.createIndex('people_missing').on('people')
+        .columns(['parent', 'deleted', 'has_photo', 'last_name', 'first_name', 'id', 'custno']).execute()
+      for (const replaced of ['people_by_name', 'people_missing_by_custno', 'people_missing_by_parent']) {
+        const dropping = db.schema.dropIndex(replaced)
+        await (dialect === 'mysql' ? dropping.on('people') : dropping).execute()
+      }
+    },
+  },
 }
+

@@ -1,9 +1,10 @@
 import { badRequest, calendarDayAt, defineRoute, type CachePolicy, type Call, type KernelServices, type Route } from '../../kernel/sdk.ts'
 import { columnsFromInput, personRecordFields, todayText, type PersonInput } from './fields.ts'
-import { listingRows, planListing, runListing, type ListingAnswer, type ListingParameters, type ListingSet, type TotalMemo } from './listing.ts'
+import { listingRows, planListing, runListing, type ListingAnswer, type ListingParameters, type ListingSet, type ListingMemo } from './listing.ts'
 import { changePerson, createPerson, findPerson, recallPerson, setPersonColumns, type ChangedPerson } from './queries.ts'
 import { decodeImage, removeStoredPhoto, storePhoto } from './photos.ts'
 import { finishImport, importBatch, startImport } from './import.ts'
+import { bulkWriter } from './bulkWrite.ts'
 import { countPeople, dropCachedListings, listingPartition, peopleRoom, scopeOf, type PeopleDb, type Scope } from './scope.ts'
 import { peopleToday } from './today.ts'
 import { photoAnswer } from './photoAnswer.ts'
@@ -27,6 +28,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
   // Tenant limits (D14): the license counts our people, and every write that adds people checks MaxPeople.
   kernel.tenants.countUsage('People', countPeople)
   const room = peopleRoom(kernel)
+  const bulk = bulkWriter(kernel.dialect)
 
   /**
    * Listings are cached an hour per scope (D11); the query string, body and format are
@@ -37,13 +39,14 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
     partition: (call) => listingPartition(scopeOf(call.caller)),
   }
 
-  /** A listing's Total, kept in the same partition as the cached pages (and dropped with them). */
-  const totalMemo = (scope: Scope): TotalMemo => (name, count) => kernel.cache.remember(listingPartition(scope), `total|${name}`, 3600, count)
+  /** A listing's Total and page anchors, kept in the same partition as the cached pages (and dropped with them). */
+  const listingMemo = (scope: Scope): ListingMemo => (name, compute) => kernel.cache.remember(listingPartition(scope), name, 3600, compute)
 
-  /** D12: a CSV listing is one row per person, so Total and Page travel in headers. */
+  /** D12: a CSV listing is one row per person, so Total, Page and Next travel in headers. */
   function answerListing(call: Call<any, any>, answer: ListingAnswer): ListingAnswer {
     call.setHeader('X-Total-Count', String(answer.Total))
     call.setHeader('X-Page', answer.Page)
+    if (answer.Next !== undefined) call.setHeader('X-Next', answer.Next)
     return answer
   }
 
@@ -76,7 +79,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
         const askedForDeleted = IncludeDeleted === 1 || IncludeDeleted === true || plan.conditions.some((condition) => condition.column === 'deleted')
         const set: ListingSet = askedForDeleted ? 'current and deleted' : 'current'
         const scope = scopeOf(call.caller)
-        return answerListing(call, await runListing(db, scope, set, plan, totalMemo(scope)))
+        return answerListing(call, await runListing(db, scope, set, plan, listingMemo(scope)))
       },
     })
   }
@@ -93,7 +96,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       async handler(call) {
         const plan = planListing(call.query, { allowDeletedFilter: false })
         const scope = scopeOf(call.caller)
-        return answerListing(call, await runListing(db, scope, 'missing photo', plan, totalMemo(scope)))
+        return answerListing(call, await runListing(db, scope, 'missing photo', plan, listingMemo(scope)))
       },
     }),
     defineRoute<undefined, { dispgroup?: string }>({
@@ -205,7 +208,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       xml: { root: 'ImportBatch', item: 'Rejection' },
       async handler(call) {
         const scope = scopeOf(call.caller)
-        const { answer, touchedCustnos } = await importBatch(db, scope, call.body, kernel.clock(), { check: room, readCommitted: kernel.dialect === 'mysql' })
+        const { answer, touchedCustnos } = await importBatch(db, scope, call.body, kernel.clock(), { room, bulk, readCommitted: kernel.dialect === 'mysql' })
         if (touchedCustnos.length > 0) dropCachedListings(kernel, scope.parent, touchedCustnos)
         return answer
       },

@@ -1,0 +1,83 @@
+/**
+ * Issue 19, goals 3 and 5 (`BENCH_ONLY=people-goals npm run bench`, with DATABASE_URL
+ * for MariaDB): imports BENCH_PEOPLE (100,000) people through the API, in batches of
+ * 10,000 as an HR system would (importinit, importmass, importterm), timing it and
+ * reading the service's peak RSS; then loads GET /People/Read/Missing with the response
+ * cache off (a second service process on the same data, CACHE_RESPONSES=false) for the
+ * first page, a page past 90 % of the list by page number, and the same page by cursor.
+ * Each goal is printed as one line, met or not, with its numbers.
+ */
+import { readFileSync } from 'node:fs'
+import type { BenchContext } from './context.ts'
+import { ms } from './goals.ts'
+import { call, measure, summarise } from './load.ts'
+import { startService } from './processes.ts'
+import { databaseUrl } from './settings.ts'
+
+const batchSize = 10_000
+const listingTarget = 20
+const importTargets = { sqlite: 4, mariadb: 8 }
+
+function memory(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  return Math.round(Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)![1]) / 1024)
+}
+
+const departments = ['Sales', 'IT', 'HR', 'Finance', 'Support', 'Research']
+
+/** One person of the roster; one in ten already has a photo, so the missing-photo listing is 90 % of it. */
+function person(index: number) {
+  return {
+    Source_Id: `G${index}`, Emp_Id: String(index), FirstName: `First${index % 5003}`, LastName: `Last${(index * 7919) % 20011}`,
+    Email: `person${index}@example.com`, Dept: departments[index % departments.length], Gender: ['M', 'F', 'U'][index % 3],
+    HireDate: '2018-03-01', Phone: '+1 555 0100', Photo: index % 10 === 0 ? `https://photos.example/${index}.jpg` : null,
+  }
+}
+
+export async function peopleGoals(context: BenchContext, peopleCount: number): Promise<void> {
+  const { service, admin, reader, rows, goals } = context
+  const base = service.base
+  const database = databaseUrl ? 'mariadb' : 'sqlite'
+
+  // Goal 5: the import, timed from importinit to importterm's answer.
+  const rssBefore = memory(service.child.pid!, 'VmRSS')
+  const started = performance.now()
+  const { json: { ImportId } } = await call(base, admin, 'POST', '/people/update/importinit', {})
+  for (let from = 0; from < peopleCount; from += batchSize) {
+    const people = Array.from({ length: Math.min(batchSize, peopleCount - from) }, (_, offset) => person(from + offset))
+    const { json: batch } = await call(base, admin, 'POST', '/people/update/importmass', { ImportId, People: people })
+    if (batch.Rejected !== 0) throw new Error(`import rejected rows: ${JSON.stringify(batch.Rejections.slice(0, 3))}`)
+  }
+  await call(base, admin, 'POST', '/people/update/importterm', { ImportId })
+  const seconds = (performance.now() - started) / 1000
+  const peak = memory(service.child.pid!, 'VmHWM')
+  const target = importTargets[database]
+  goals.add(5, 'import', `${seconds.toFixed(1)} s for ${peopleCount} people (target < ${target} s), in batches of ${batchSize}, service peak RSS ${peak} MB (${rssBefore} MB before)`, seconds < target)
+  rows.push({ scenario: `goal 5: import ${peopleCount} people (s)`, requestsPerSecond: 0, p50: 0, p99: 0, ratioToBare: null, non2xx: 0, errors: 0, note: `${seconds.toFixed(1)} s, peak RSS ${peak} MB` })
+
+  // Goal 3: listings with the response cache off (Total and page anchors are still remembered).
+  const uncached = await startService(context.dataDir, { CACHE_RESPONSES: 'false' })
+  context.children.push(uncached.child)
+  try {
+    const size = 100
+    const { json: first } = await call(uncached.base, reader, 'GET', `/People/Read/Missing?size=${size}`)
+    const pages = Math.ceil(first.Total / size)
+    const deep = Math.floor(pages * 0.95)
+    // The cursor that starts the deep page: the Next of the page before it.
+    const { json: beforeDeep } = await call(uncached.base, reader, 'GET', `/People/Read/Missing?size=${size}&page=${deep - 1}`)
+    const cases: [string, string][] = [
+      ['first page', `/People/Read/Missing?size=${size}`],
+      [`page ${deep} of ${pages} by number`, `/People/Read/Missing?size=${size}&page=${deep}`],
+    ]
+    if (beforeDeep.Next) cases.push([`page ${deep} of ${pages} by cursor`, `/People/Read/Missing?size=${size}&after=${beforeDeep.Next}`])
+    for (const [name, path] of cases) {
+      const measured = await measure(uncached.base + path, { method: 'GET', path, key: reader }, { serverPid: uncached.child.pid })
+      const { result } = measured
+      const met = result.latency.p99 < listingTarget && result.non2xx === 0
+      goals.add(3, `people ${name}`, `p99 ${ms(result.latency.p99)} (target < ${listingTarget} ms); ${Math.round(result.requests.average)} req/s, p50 ${ms(result.latency.p50)}, non-2xx ${result.non2xx}`, met)
+      rows.push(summarise(`goal 3: GET /People/Read/Missing ${name}, ${first.Total} of ${peopleCount} people missing a photo, uncached`, measured, null))
+    }
+  } finally {
+    uncached.child.kill('SIGTERM')
+  }
+}
