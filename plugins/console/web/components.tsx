@@ -49,10 +49,10 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []): { data
 }
 
 /**
- * A secret shown once, right after it was made: with a copy button, gone when
- * dismissed or when the page reloads (it is never stored anywhere).
+ * A secret shown once, right after it was made (a key's, with its Api_Key, or a
+ * webhook's signing secret): with a copy button, gone when dismissed or when the page reloads (it is never stored anywhere).
  */
-export function SecretOnce({ title, apiKey, secret, note, onDone }: { title: string; apiKey: string; secret: string; note?: string; onDone: () => void }) {
+export function SecretOnce({ title, apiKey, secret, secretLabel = 'Api_Secret', note, onDone }: { title: string; apiKey?: string; secret: string; secretLabel?: string; note?: string; onDone: () => void }) {
   const [copied, setCopied] = useState(false)
   const heading = useRef<HTMLHeadingElement>(null)
   useEffect(() => heading.current?.focus(), [])
@@ -65,9 +65,9 @@ export function SecretOnce({ title, apiKey, secret, note, onDone }: { title: str
       <p>This secret is shown only now. Store it safely: the service keeps it encrypted and never shows it again.</p>
       {note && <p>{note}</p>}
       <dl>
-        <dt>Api_Key</dt>
-        <dd><code data-testid="new-api-key">{apiKey}</code></dd>
-        <dt>Api_Secret</dt>
+        {apiKey !== undefined && <dt>Api_Key</dt>}
+        {apiKey !== undefined && <dd><code data-testid="new-api-key">{apiKey}</code></dd>}
+        <dt>{secretLabel}</dt>
         <dd><code data-testid="new-api-secret">{secret}</code></dd>
       </dl>
       <div class="actions">
@@ -102,6 +102,16 @@ export function TableFrame({ label, children }: { label: string; children: Compo
   return (
     <div class="table-frame" role="region" aria-label={label} tabIndex={0}>
       <table>{children}</table>
+    </div>
+  )
+}
+
+/** Previous/next buttons of a paged list (pages from 1). */
+export function Pager({ page, pages, onPage }: { page: number; pages: number; onPage: (page: number) => void }) {
+  return (
+    <div class="actions">
+      <button type="button" class="secondary" disabled={page <= 1} onClick={() => onPage(page - 1)}>Previous page</button>
+      <button type="button" class="secondary" disabled={page >= pages} onClick={() => onPage(page + 1)}>Next page</button>
     </div>
   )
 }

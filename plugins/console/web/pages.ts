@@ -25,6 +25,6 @@ export const pages: PageEntry[] = [
   { id: 'logs', title: 'Logs', needs: [['POST', '/Api/Read/History']], component: LogsPage },
   { id: 'people', title: 'People', needs: [['POST', '/people/read/list']], component: PeoplePage },
   { id: 'audit', title: 'Audit', needs: [['POST', '/Api/Read/Audit']], component: AuditPage },
-  // Appears once the webhooks routes exist and this key may call them.
+  // The root key holds "Webhook administration" from the first start (bootstrap gives it every default group).
   { id: 'webhooks', title: 'Webhooks', needs: [['GET', '/Api/Read/Webhooks']], component: WebhooksPage },
 ]

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks'
 import type { Api } from '../api.ts'
-import { ErrorText, Field, PageTitle, TableFrame, useAction, useLoad } from '../components.tsx'
+import { ErrorText, Field, PageTitle, Pager, TableFrame, useAction, useLoad } from '../components.tsx'
 
 interface HistoryAnswer { Total: number; Page: string; Calls: { Id: number; RequestTime: string; Request_Method: string; Api_Function: string; Response_Code: number; Seconds: number; Bandwidth: number }[] }
 
@@ -44,10 +44,7 @@ export function LogsPage({ api }: { api: Api }) {
           </tbody>
         </TableFrame>
       )}
-      <div class="actions">
-        <button type="button" class="secondary" disabled={page <= 1} onClick={() => setPage(page - 1)}>Previous page</button>
-        <button type="button" class="secondary" disabled={page >= pages} onClick={() => setPage(page + 1)}>Next page</button>
-      </div>
+      <Pager page={page} pages={pages} onPage={setPage} />
       {record && (
         <section class="panel" aria-labelledby="record-title">
           <h2 id="record-title">Call {String(record.Id)}</h2>

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks'
 import type { Api } from '../api.ts'
-import { ErrorText, Field, PageTitle, TableFrame, useAction, useLoad } from '../components.tsx'
+import { ErrorText, Field, PageTitle, Pager, TableFrame, useAction, useLoad } from '../components.tsx'
 import { csvBatches } from '../csvBatches.ts'
 
 interface Person { Id: number; Source_Id: string | null; FirstName: string | null; LastName: string | null; Email: string | null; Dept: string | null; Title: string | null; Location: string | null; Photo: string | null; TermDate: string | null }
@@ -84,10 +84,7 @@ function PeopleList({ api, round }: { api: Api; round: number }) {
           </tbody>
         </TableFrame>
       )}
-      <div class="actions">
-        <button type="button" class="secondary" disabled={page <= 1} onClick={() => setPage(page - 1)}>Previous page</button>
-        <button type="button" class="secondary" disabled={page >= pages} onClick={() => setPage(page + 1)}>Next page</button>
-      </div>
+      <Pager page={page} pages={pages} onPage={setPage} />
     </section>
   )
 }
