@@ -76,7 +76,7 @@ t.test('account reads', (t) =>
       const empty = await service.call('GET', '/account/read/license', { key })
       t.equal(empty.status, 200)
       t.same(Object.keys(empty.json), licenseFields)
-      t.same(empty.json, { Parent: 4, Custno: 2, Plugins: ['keys', 'acl', 'log', 'people', 'api', 'account'], MaxKeys: null, MaxPeople: null, MaxPlayers: null, Keys: 2, People: 0, Players: 0 })
+      t.same(empty.json, { Parent: 4, Custno: 2, Plugins: ['keys', 'acl', 'log', 'people', 'api', 'account', 'webhooks'], MaxKeys: null, MaxPeople: null, MaxPlayers: null, Keys: 2, People: 0, Players: 0 })
 
       await setEntitlement(service, 4, 2, { MaxKeys: 10, MaxPeople: 100, MaxPlayers: 3 })
       const peopleWriter = await tenantKey(service, 4, 2)
@@ -85,12 +85,12 @@ t.test('account reads', (t) =>
       }
       await addTestPlayer(service, 4, 2, 'Lobby')
       const license = await service.call('GET', '/account/read/license', { key })
-      t.same(license.json, { Parent: 4, Custno: 2, Plugins: ['keys', 'acl', 'log', 'people', 'api', 'account'], MaxKeys: 10, MaxPeople: 100, MaxPlayers: 3, Keys: 3, People: 2, Players: 1 },
+      t.same(license.json, { Parent: 4, Custno: 2, Plugins: ['keys', 'acl', 'log', 'people', 'api', 'account', 'webhooks'], MaxKeys: 10, MaxPeople: 100, MaxPlayers: 3, Keys: 3, People: 2, Players: 1 },
         'a player key counts as a player, not as a key')
       const xml = await service.call('GET', '/account/read/license?format=xml', { key })
       t.match(xml.text, /<License>[\s\S]*<MaxKeys>10<\/MaxKeys>[\s\S]*<Players>1<\/Players>/)
       const csv = await service.call('GET', '/account/read/license?format=csv', { key })
-      t.equal(csv.text, `${licenseFields.join(',')}\r\n4,2,"keys,acl,log,people,api,account",10,100,3,3,2,1`)
+      t.equal(csv.text, `${licenseFields.join(',')}\r\n4,2,"keys,acl,log,people,api,account,webhooks",10,100,3,3,2,1`)
     })
 
     await t.test('POST /account/read/player', async (t) => {
