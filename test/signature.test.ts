@@ -33,6 +33,17 @@ t.test('signatures on the wire', (t) =>
       t.equal((await send({ 'x-apihmac': sign('not-the-secret', 'POST', '/Probe/Body', headers['x-apidate'], JSON.stringify(body)) })).status, 401, 'wrong secret')
     })
 
+    await t.test('a signature of the right length that is not ASCII is a mismatch, not a 500', async (t) => {
+      // The same call twice: the second meets the key's last verified signature (the
+      // one-per-second reuse path), where a latin1 character once made a RangeError.
+      const headers = signedHeaders(service.admin, 'GET', '/Probe/Echo')
+      t.equal((await fetch(service.base + '/Probe/Echo', { headers })).status, 200)
+      const forged = await fetch(service.base + '/Probe/Echo', { headers: { ...headers, 'x-apihmac': '\u00e9' + headers['x-apihmac'].slice(1) } })
+      t.equal(forged.status, 401)
+      t.equal(await forged.text(), 'Error: Signature (x-apihmac) does not match.')
+      t.equal((await fetch(service.base + '/Probe/Echo', { headers })).status, 200, 'the real signature still works')
+    })
+
     await t.test('lower-case paths are signed as sent', async (t) => {
       const path = '/api/read/acl'
       const answer = await service.call('GET', path)

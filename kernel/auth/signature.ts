@@ -14,9 +14,18 @@ export function bodyHash(body: Buffer | string | undefined): string {
   return createHash('sha256').update(body).digest('hex')
 }
 
-/** Constant-time equality of two signatures as sent (hex text). */
+/**
+ * Equality of two signatures as sent, in time that depends on their length only. It
+ * compares characters, not UTF-8 bytes: a header value that is not ASCII (Node reads
+ * header bytes as latin1) can have the length of a signature but not its byte length,
+ * and must be a plain mismatch, never a thrown RangeError (which was a 500). No
+ * allocation either: this runs on every call that reuses a signature within its second.
+ */
 export function sameSignature(a: string, b: string): boolean {
-  return a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b))
+  if (a.length !== b.length) return false
+  let difference = 0
+  for (let index = 0; index < a.length; index++) difference |= a.charCodeAt(index) ^ b.charCodeAt(index)
+  return difference === 0
 }
 
 /** D4: METHOD \n PATH(+query, after the base path) \n x-apidate \n hex(sha256(body)). */
