@@ -41,7 +41,7 @@ export class ResponseCache {
   }
 
   set(key: string, answer: CachedAnswer, ttlSeconds: number): void {
-    this.entries.set(key, answer, { ttl: ttlSeconds * 1000 })
+    this.entries.set(key, { ...answer, body: ownCopy(answer.body) }, { ttl: ttlSeconds * 1000 })
   }
 
   /**
@@ -67,4 +67,16 @@ export class ResponseCache {
     this.entries.clear()
     this.values.clear()
   }
+}
+
+/**
+ * A small answer is usually a slice of one of Node's shared 8 KiB pool blocks: cached as
+ * it is, a few hundred bytes would keep the whole block alive for the entry's lifetime
+ * (issue 19, goal 4). The cache keeps a buffer of its own instead.
+ */
+function ownCopy(body: Buffer): Buffer {
+  if (body.byteLength === body.buffer.byteLength) return body
+  const copy = Buffer.allocUnsafeSlow(body.byteLength)
+  body.copy(copy)
+  return copy
 }
