@@ -12,7 +12,8 @@
  * default the local Redis under a key prefix of its own), BENCH_OUT
  * (bench-results/latest.json), BENCH_PROFILE_DIR (bench-results/prof),
  * BENCH_SERVICE_NODE_OPTIONS (node flags for the service process only),
- * BENCH_SERVICE_NODE_ARGS (flags NODE_OPTIONS refuses, e.g. `--cpu-prof --cpu-prof-dir=prof`).
+ * BENCH_SERVICE_NODE_ARGS (flags NODE_OPTIONS refuses, e.g. `--cpu-prof --cpu-prof-dir=prof`),
+ * BENCH_SERVICE_FROM=sources (run the service under tsx instead of the built dist/).
  * Every request is signed (the signature is reused within one second, as a real client may).
  */
 import type { ChildProcess } from 'node:child_process'
@@ -61,8 +62,6 @@ async function main(): Promise<void> {
   process.on('exit', stopAll)
   try {
     console.log(`keygate benchmark: ${seconds}s per scenario, ${connections} connections, ${databaseUrl ? 'MySQL/MariaDB' : 'SQLite'}; ${cpus().length} cores (${cpus()[0]?.model}), ${Math.round(totalmem() / 2 ** 30)} GiB`)
-    const bare = await startBare()
-    children.push(bare.child)
     const service = await startService(dataDir)
     children.push(service.child)
     const stored = JSON.parse(readFileSync(join(dataDir, 'admin-key.json'), 'utf8'))
@@ -79,6 +78,9 @@ async function main(): Promise<void> {
       Display_Name: 'bench reader', GroupId: groupIds, Require_Https: 0, LogLevel: 0, MaxHits: '1000000/1Sec,100000000/1Hour',
     }, today())
     const reader: SigningKey = { apiKey: created.Api_Key, secret: created.Api_Secret }
+    const answered = await call(service.base, reader, 'GET', '/Api/Read/Acl')
+    const bare = await startBare(Buffer.from(answered.text))
+    children.push(bare.child)
 
     console.log('\nceiling')
     // The bare server gets the very same signed requests, so the client's own work per

@@ -27,7 +27,7 @@ export interface Measured {
 }
 
 /** A signed call outside the load (setup). */
-export async function call(base: string, key: SigningKey, method: string, path: string, body?: unknown, today?: string): Promise<{ status: number; json: any; headers: Headers }> {
+export async function call(base: string, key: SigningKey, method: string, path: string, body?: unknown, today?: string): Promise<{ status: number; json: any; text: string; headers: Headers }> {
   const raw = body === undefined ? undefined : JSON.stringify(body)
   const headers: Record<string, string> = signedHeaders(key, method, path, raw, { today })
   if (raw) headers['content-type'] = 'application/json'
@@ -40,7 +40,7 @@ export async function call(base: string, key: SigningKey, method: string, path: 
     // plain text errors stay text
   }
   if (response.status >= 400) throw new Error(`${method} ${path}: ${response.status} ${text}`)
-  return { status: response.status, json, headers: response.headers }
+  return { status: response.status, json, text, headers: response.headers }
 }
 
 export interface Load {

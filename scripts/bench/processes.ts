@@ -1,6 +1,6 @@
 /** The processes a benchmark loads: a bare node:http ceiling and the service itself. */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { createWriteStream, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { freePort } from '../../test/helpers/freePort.ts'
 import { benchRoot, databaseUrl } from './settings.ts'
@@ -28,19 +28,33 @@ function waitForLine(child: ChildProcess, pattern: RegExp): Promise<void> {
 
 const bareServerSource = `
 const http = require('node:http')
-const body = JSON.stringify({ ok: true, service: 'bare node:http' })
+const body = Buffer.from(process.env.BARE_BODY, 'base64').toString('latin1')
 http.createServer((request, response) => {
-  response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
-  response.end(body)
+  response.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length })
+  response.end(body, 'latin1')
 }).listen(Number(process.env.PORT), '127.0.0.1', () => console.log('ready'))
 `
 
-export async function startBare(): Promise<{ url: string; child: ChildProcess }> {
+/**
+ * The ceiling: node:http answering every request with `body`, the very bytes the service
+ * answers the measured call with, so a ratio is what keygate's stages cost and not the
+ * difference between sending a 40-byte and a 4 KB answer.
+ */
+export async function startBare(body: Buffer): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort()
-  const child = spawn(process.execPath, ['-e', bareServerSource], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, ['-e', bareServerSource], { env: { ...process.env, PORT: String(port), BARE_BODY: body.toString('base64') }, stdio: ['ignore', 'pipe', 'inherit'] })
   await waitForLine(child, /ready/)
   return { url: `http://127.0.0.1:${port}/`, child }
 }
+
+/**
+ * What `npm start` runs: the compiled dist/ (`npm run bench` builds it first), so the
+ * figures are production's, without tsx's loader in memory. BENCH_SERVICE_FROM=sources
+ * runs the TypeScript sources under tsx instead.
+ */
+const serviceEntry = process.env.BENCH_SERVICE_FROM === 'sources'
+  ? ['--import', 'tsx', join(benchRoot, 'kernel/boot/main.ts')]
+  : [join(benchRoot, 'dist/kernel/boot/main.js')]
 
 /**
  * The service on `dataDir` (MySQL when DATABASE_URL is set). `nodeArguments` are node
@@ -53,8 +67,12 @@ export async function startService(dataDir: string, extraEnv: Record<string, str
   if (databaseUrl) env.DATABASE_URL = databaseUrl
   if (process.env.BENCH_SERVICE_NODE_OPTIONS) env.NODE_OPTIONS = process.env.BENCH_SERVICE_NODE_OPTIONS
   const flags = [...(process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean), ...nodeArguments]
-  const child = spawn(process.execPath, [...flags, '--import', 'tsx', join(benchRoot, 'kernel/boot/main.ts')], { env, stdio: ['ignore', 'pipe', 'inherit'], cwd: benchRoot })
+  const child = spawn(process.execPath, [...flags, ...serviceEntry], { env, stdio: ['ignore', 'pipe', 'inherit'], cwd: benchRoot })
   await waitForLine(child, /listening on/)
+  // Once ready, its output is drained (a full pipe would stall the service) or kept in
+  // BENCH_SERVICE_LOG (e.g. with BENCH_SERVICE_NODE_ARGS=--trace-gc).
+  if (process.env.BENCH_SERVICE_LOG) child.stdout!.pipe(createWriteStream(process.env.BENCH_SERVICE_LOG, { flags: 'a' }))
+  else child.stdout!.resume()
   return { base: `http://127.0.0.1:${port}/v1.0`, child, port }
 }
 

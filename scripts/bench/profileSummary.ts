@@ -120,10 +120,10 @@ export function formatProfile(summary: ProfileSummary, calls?: number, top = 15)
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const [file, calls] = process.argv.slice(2)
+  const [file, calls, top] = process.argv.slice(2)
   if (!file) {
-    console.error('usage: tsx scripts/bench/profileSummary.ts <file.cpuprofile> [calls]')
+    console.error('usage: tsx scripts/bench/profileSummary.ts <file.cpuprofile> [calls] [top]')
     process.exit(2)
   }
-  console.log(formatProfile(readProfile(file), calls ? Number(calls) : undefined))
+  console.log(formatProfile(readProfile(file), calls ? Number(calls) : undefined, top ? Number(top) : undefined))
 }
