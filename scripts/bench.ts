@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: autocannon against the real service (a child process on a fresh data
  * folder; MySQL when DATABASE_URL is set) and, in the same run, against a bare node:http
- * server answering a small JSON body, so every figure is also a ratio to that ceiling.
+ * server answering the very bytes of the measured call, so every figure is also a ratio to that ceiling.
  * Each issue-19 goal is printed as one line, MET / NOT MET with its figures (goals.ts);
  * the scenarios live in modules under scripts/bench/.
  *
