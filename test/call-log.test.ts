@@ -1,7 +1,8 @@
 /**
  * The call log (interface 2.3, 4.4; D8): records at levels 0/1/2, POST /Api/Read/Log
  * (read-your-writes, owner only, cache), POST /Api/Read/History, retention purge on a
- * fake clock, and no record lost when the kernel closes under load. SQLite and MariaDB.
+ * fake clock, no record lost when the kernel closes under load, and a log batch written
+ * whole or not at all (Database.insertMany). SQLite and MariaDB.
  */
 import t from 'tap'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
@@ -243,6 +244,35 @@ t.test('closing under load loses no record of an answered call', (t) =>
     t.ok(ids.length >= 20, `${ids.length} calls answered`)
     const stored = await restarted.kernel.database.db.selectFrom('api_log').select('id').where('id', 'in', ids).execute()
     t.equal(stored.length, ids.length, 'every answered call has its record')
+  }),
+)
+
+t.test('a log batch is written whole, value for value, or not at all', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const database = service.kernel.database
+    const firstId = 2 ** 52 + 17
+    // 123 rows: MySQL's prepared statements take 50 at a time, SQLite's 32, so full
+    // statements and a remainder both run; values as level-2 records carry them.
+    const rows = Array.from({ length: 123 }, (_, index) => ({
+      id: firstId + index, key_id: index % 3 === 0 ? null : 40 + index, request_time: 1_795_000_000_000 + index,
+      http_host: null, server_name: null, server_addr: null, server_port: index % 2 ? 8080 : null, remote_addr: '127.0.0.1',
+      request_scheme: null, request_method: 'GET', api_acl: 7, api_function: '/Api/Read/Acl', request_url: `/v1.0/Api/Read/Acl?n=${index}`,
+      http_user_agent: 'caf\u00e9 \u{1F511} agent', raw_request: index === 5 ? 'x'.repeat(70_000) : `{"n":${index},"q":"'\\"\\\\"}`,
+      response_code: 200, response: index % 2 ? null : '[{"Path":"/Api/Read/Acl"}]', response_format: 'json',
+      seconds: index / 1000, bandwidth: 3719 + index, detail_until: index % 2 ? 0 : 1_795_600_000_000, signed_with: 'current',
+    }))
+    await database.insertMany('api_log', rows)
+    const stored = await database.db.selectFrom('api_log').selectAll().where('id', '>=', firstId).orderBy('id').execute()
+    t.equal(stored.length, rows.length, 'every row')
+    t.strictSame(stored, rows, 'value for value: large ids, nulls, Unicode, quotes, a 70 KB text, doubles')
+
+    // A duplicate id in the middle of a batch: the batch fails and writes nothing of itself.
+    const next = rows.slice(0, 60).map((row, index) => ({ ...row, id: firstId + 1000 + index }))
+    next[55] = { ...next[55], id: firstId }
+    await t.rejects(database.insertMany('api_log', next), 'a batch with a duplicate id is refused')
+    const partial = await database.db.selectFrom('api_log').select('id').where('id', '>=', firstId + 1000).execute()
+    t.equal(partial.length, 0, 'and none of its rows is in the table')
   }),
 )
 
