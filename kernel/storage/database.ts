@@ -57,6 +57,11 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   const database = {
     prepare(text: string) {
       if (text === 'rollback' && !file.inTransaction) return nothingToRollBack
+      // Kysely begins deferred: a transaction that reads, then writes, fails at once with
+      // SQLITE_BUSY_SNAPSHOT (a 503) when another connection (WORKERS > 1 on one file)
+      // committed in between. Immediate takes the write lock at the start, waiting
+      // busy_timeout for it, so such a transaction waits its turn instead of failing.
+      if (text === 'begin') text = 'begin immediate'
       let statement = statements.get(text)
       if (statement === undefined) {
         statement = withRowsFromArrays(file.prepare(text))
@@ -70,7 +75,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   // Prepared once per table and column list; identifiers are ours, values are bound.
   // Rows go `rowsPerStatement` to one statement (the rest one by one): one native call
   // and one bound array per chunk instead of per row.
-  const inserters = new Map<string, (rows: readonly Record<string, unknown>[]) => void>()
+  const inserters = new Map<string, SQLite.Transaction<(rows: readonly Record<string, unknown>[]) => void>>()
   const inserterFor = (table: string, columns: string[]) => {
     const name = `${table}(${columns.join(',')})`
     let inserter = inserters.get(name)
@@ -105,7 +110,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
     db,
     async insertMany(table, rows) {
       if (rows.length === 0) return
-      inserterFor(table, Object.keys(rows[0]))(rows as readonly Record<string, unknown>[])
+      inserterFor(table, Object.keys(rows[0])).immediate(rows as readonly Record<string, unknown>[])
     },
     async close() {
       await checkpointer?.stop()
