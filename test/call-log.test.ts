@@ -78,6 +78,32 @@ t.test('a call with x-LogLevel: 2 is readable at once with its URL, user agent a
   }),
 )
 
+t.test('at LogLevel 2 an answer served from the response cache is logged as sent, from the queue and from the table', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    // The log records its bytes as they were cached (no string made on the request
+    // thread); read back they are the same answer, in whatever format it was sent.
+    const service = await startService(t, { kind, config: { log: { ...defaultLog(), flushMs: 60_000, batchSize: 10_000 } } })
+    const made: { format: string; id: string; text: string }[] = []
+    for (const format of ['json', 'xml']) {
+      t.equal((await service.call('GET', `/Api/Read/Acl?format=${format}`)).status, 200)
+      const hit = await service.call('GET', `/Api/Read/Acl?format=${format}`, { headers: { 'x-LogLevel': '2' } })
+      t.equal(hit.headers.get('x-cache'), 'HIT', `the ${format} answer came from the cache`)
+      made.push({ format, id: hit.headers.get('x-requestid')!, text: hit.text })
+    }
+    const fromQueue = async (current: Service) => Promise.all(made.map(async ({ id }) => (await readLog(current, id)).json))
+    const queued = await fromQueue(service)
+    t.same(queued[0].Rsponse, JSON.parse(made[0].text), 'json: the answer as it was sent (from the queue)')
+    t.equal(queued[1].Rsponse, made[1].text, 'xml: the answer as it was sent (from the queue)')
+    t.equal(queued[0].Bandwidth, Buffer.byteLength(made[0].text))
+
+    const restarted = await service.restart()
+    const stored = await restarted.kernel.database.db.selectFrom('api_log').select(['id', 'response']).where('id', 'in', made.map(({ id }) => Number(id))).orderBy('id').execute()
+    t.same(stored.map((row) => typeof row.response), ['string', 'string'], 'stored as text')
+    t.same(stored.map((row) => row.response), made.map(({ text }) => text), 'byte for byte the answers sent')
+    t.same(await fromQueue(restarted), queued, 'the same records from the table as from the queue')
+  }),
+)
+
 t.test('only the key that made the call reads its record; unknown ids look the same', (t) =>
   forEachDatabase(t, async (t, kind) => {
     const service = await startService(t, { kind })
@@ -266,6 +292,18 @@ t.test('a log batch is written whole, value for value, or not at all', (t) =>
     const stored = await database.db.selectFrom('api_log').selectAll().where('id', '>=', firstId).orderBy('id').execute()
     t.equal(stored.length, rows.length, 'every row')
     t.strictSame(stored, rows, 'value for value: large ids, nulls, Unicode, quotes, a 70 KB text, doubles')
+
+    // A text column may be given as its UTF-8 bytes: an own buffer, or a view into a
+    // larger one (Node's shared pool), both stored as their text.
+    const bytesFirst = firstId + 500
+    const text = '[{"Path":"/Api/Read/Acl","Note":"caf\u00e9 \u{1F511}"}]'
+    const ownBuffer = Buffer.allocUnsafeSlow(Buffer.byteLength(text))
+    ownBuffer.write(text)
+    const pooled = Buffer.from(text)
+    const asBytes = [ownBuffer, pooled, new Uint8Array(ownBuffer)].map((response, index) => ({ ...rows[0], id: bytesFirst + index, response }))
+    await database.insertMany('api_log', asBytes)
+    const fromBytes = await database.db.selectFrom('api_log').select('response').where('id', '>=', bytesFirst).where('id', '<', bytesFirst + 10).orderBy('id').execute()
+    t.strictSame(fromBytes.map((row) => row.response), [text, text, text], 'bytes stored as their text')
 
     // A duplicate id in the middle of a batch: the batch fails and writes nothing of itself.
     const next = rows.slice(0, 60).map((row, index) => ({ ...row, id: firstId + 1000 + index }))

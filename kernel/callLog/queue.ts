@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
 import { isStoreOutage } from '../storage/database.ts'
-import type { LogRow } from './record.ts'
+import { storedRow, type LogRow } from './record.ts'
 
 export interface QueueOptions {
   batchSize: number
@@ -34,7 +34,7 @@ export class CallLogQueue {
     private readonly options: QueueOptions,
     private readonly report: (error: unknown) => void,
     /** How a batch is written (Database.insertMany; plain Kysely when not given). */
-    private readonly insertBatch: (rows: readonly LogRow[]) => Promise<unknown> = (rows) => db.insertInto('api_log').values(rows as LogRow[]).execute(),
+    private readonly insertBatch: (rows: readonly LogRow[]) => Promise<unknown> = (rows) => db.insertInto('api_log').values(rows.map(storedRow)).execute(),
   ) {}
 
   /** Resolves at once while there is room; otherwise when a flush has made some. */
@@ -130,7 +130,7 @@ export class CallLogQueue {
   private async writeOneByOne(batch: LogRow[], settled: () => void): Promise<void> {
     for (const row of batch) {
       try {
-        await this.db.insertInto('api_log').values(row).execute()
+        await this.db.insertInto('api_log').values(storedRow(row)).execute()
       } catch (error) {
         if (isStoreOutage(error)) throw error
         this.report(error)

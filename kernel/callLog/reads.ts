@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely'
+import type { Kysely } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
 import { firstIdAt, nodeOfId, timeOfId } from './requestId.ts'
 import { httpDate } from '../auth/apiDate.ts'
@@ -19,7 +19,7 @@ export class CallLogReads {
 
   async find(id: number, keyId: number): Promise<(LogRecord & { Id: number }) | undefined> {
     const queued = this.queue.queuedRecord(id)
-    if (queued) return queued.key_id === keyId ? toLogRecord(queued as Selectable<CoreTables['api_log']>) : undefined
+    if (queued) return queued.key_id === keyId ? toLogRecord(queued) : undefined
     const read = () => this.db.selectFrom('api_log').selectAll().where('id', '=', id).where('key_id', '=', keyId).executeTakeFirst()
     let row = await read()
     if (!row && nodeOfId(id) !== this.nodeId && this.clock() - timeOfId(id) < 5000) {

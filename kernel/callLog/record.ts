@@ -3,17 +3,33 @@ import type { CoreTables } from '../storage/coreTables.ts'
 import { httpDate } from '../auth/apiDate.ts'
 import type { LogRecord } from '../plugin.ts'
 
-/** A call's log record as it is written (D8, interface 2.3). */
-export type LogRow = Insertable<CoreTables['api_log']>
+/**
+ * A call's log record as it is queued and written (D8, interface 2.3). At LogLevel 2 an
+ * answer served from the response cache is referenced as its own bytes, not copied into
+ * a string on the request thread: `response` becomes text where the row is written
+ * (Database.insertMany) or read back from the queue (`responseText`).
+ */
+export type LogRow = Omit<Insertable<CoreTables['api_log']>, 'response'> & { response?: string | Uint8Array | null }
+
+/** A queued record's response as text. */
+export function responseText(response: string | Uint8Array | null | undefined): string | null {
+  if (response === null || response === undefined) return null
+  return typeof response === 'string' ? response : Buffer.from(response.buffer, response.byteOffset, response.byteLength).toString('utf8')
+}
+
+/** The row as a plain insert takes it: its response as text. */
+export function storedRow(row: LogRow): Insertable<CoreTables['api_log']> {
+  return row.response instanceof Uint8Array ? { ...row, response: responseText(row.response) } : (row as Insertable<CoreTables['api_log']>)
+}
 
 /**
  * Rsponse as stored: a successful answer is kept as JSON whatever format it was sent in
  * (see stages/log.ts), so it is given back as the value it was; error messages and
  * answers served from cache in XML/CSV are text.
  */
-function parsedResponse(row: Selectable<CoreTables['api_log']>): unknown {
-  const text = row.response
-  if (text === null || text === undefined) return null
+function parsedResponse(row: Selectable<CoreTables['api_log']> | LogRow): unknown {
+  const text = responseText(row.response)
+  if (text === null) return null
   if (Number(row.response_code) < 400 && (row.response_format === 'json' || text.startsWith('{') || text.startsWith('['))) {
     try {
       return JSON.parse(text)
@@ -24,7 +40,7 @@ function parsedResponse(row: Selectable<CoreTables['api_log']>): unknown {
   return text
 }
 
-export function toLogRecord(row: Selectable<CoreTables['api_log']>): LogRecord & { Id: number } {
+export function toLogRecord(row: Selectable<CoreTables['api_log']> | LogRow): LogRecord & { Id: number } {
   return {
     Id: Number(row.id),
     RequestTime: httpDate(Number(row.request_time)),

@@ -5,12 +5,13 @@ import SQLite from 'better-sqlite3'
 import { LRUCache } from 'lru-cache'
 import { createPool, type ExecuteValues } from 'mysql2'
 import type { CoreTables } from './coreTables.ts'
-import { WalCheckpointer } from './walCheckpointer.ts'
+import { SqliteWriterThread } from './sqliteWriterThread.ts'
 
 export type Dialect = 'sqlite' | 'mysql'
 
-/** SQLite: rows bound to one multi-row insert statement by insertMany. */
-const rowsPerStatement = 32
+/** A row for insertMany: a text column may also be given as its UTF-8 bytes. */
+export type RowWithTextBytes<Row> = { [Column in keyof Row]: Row[Column] | (string extends Row[Column] ? Uint8Array : never) }
+
 /** MySQL: the same for its prepared statements (at most 65,535 placeholders each). */
 const rowsPerMysqlStatement = 50
 const mysqlPlaceholderLimit = 65_535
@@ -21,17 +22,19 @@ export interface Database {
   /** Typed over the kernel's tables; plugins widen it with `db.withTables<TheirTables>()`. */
   readonly db: Kysely<CoreTables>
   /**
-   * Inserts many rows of one kernel table at once, as fast as the engine allows: one
-   * prepared statement in one transaction on SQLite, a multi-row insert on MySQL.
-   * All rows must have the same columns. For hot paths (the call log).
+   * Inserts many rows of one kernel table at once, as fast as the engine allows, in one
+   * transaction (whole or not at all): on SQLite by a writer thread of its own
+   * (sqliteWriterThread.ts), on MySQL by prepared multi-row inserts. All rows must have
+   * the same columns; a text column given as bytes (a Uint8Array) is written as their
+   * UTF-8 text, decoded off the request thread on SQLite. For hot paths (the call log).
    */
-  insertMany<Table extends keyof CoreTables & string>(table: Table, rows: readonly Insertable<CoreTables[Table]>[]): Promise<void>
+  insertMany<Table extends keyof CoreTables & string>(table: Table, rows: readonly RowWithTextBytes<Insertable<CoreTables[Table]>>[]): Promise<void>
   close(): Promise<void>
 }
 
 /**
  * `checkpointInBackground` (the service's own database, not the CLI's): SQLite's WAL
- * checkpoints run in a worker thread instead of inside the service's commits.
+ * checkpoints run in the writer thread instead of inside the service's commits.
  */
 export function openDatabase(options: { databaseUrl: string | null; dataDir: string }, { checkpointInBackground = false } = {}): Database {
   if (options.databaseUrl) return openMysql(options.databaseUrl)
@@ -44,7 +47,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   file.pragma('synchronous = NORMAL')
   file.pragma('busy_timeout = 5000')
   file.pragma('foreign_keys = ON')
-  const checkpointer = checkpointInBackground ? new WalCheckpointer(file, path) : null
+  const writer = new SqliteWriterThread(file, path, { checkpointEveryMs: checkpointInBackground ? 200 : null })
   // Kysely prepares every query it runs; each prepared statement holds native memory
   // that only a garbage collection gives back. Keeping them by SQL text prepares each
   // query shape once and keeps that memory bounded. (Kysely runs one statement at a
@@ -72,51 +75,34 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
     close: () => file.close(),
   }
   const db = new Kysely<CoreTables>({ dialect: new SqliteDialect({ database }) })
-  // Prepared once per table and column list; identifiers are ours, values are bound.
-  // Rows go `rowsPerStatement` to one statement (the rest one by one): one native call
-  // and one bound array per chunk instead of per row.
-  const inserters = new Map<string, SQLite.Transaction<(rows: readonly Record<string, unknown>[]) => void>>()
-  const inserterFor = (table: string, columns: string[]) => {
-    const name = `${table}(${columns.join(',')})`
-    let inserter = inserters.get(name)
-    if (!inserter) {
-      const quote = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`
-      const tuple = `(${columns.map(() => '?').join(', ')})`
-      const insertOf = (count: number) => file.prepare(`insert into ${quote(table)} (${columns.map(quote).join(', ')}) values ${Array(count).fill(tuple).join(', ')}`)
-      // SQLite binds at most 32766 values per statement.
-      const chunk = Math.max(1, Math.min(rowsPerStatement, Math.floor(32766 / columns.length)))
-      const single = insertOf(1)
-      const several = chunk > 1 ? insertOf(chunk) : single
-      const bind = (rows: readonly Record<string, unknown>[], from: number, count: number) => {
-        const values: unknown[] = new Array(count * columns.length)
-        let at = 0
-        for (let index = from; index < from + count; index++) {
-          const row = rows[index]
-          for (const column of columns) values[at++] = row[column] ?? null
-        }
-        return values
-      }
-      inserter = file.transaction((rows: readonly Record<string, unknown>[]) => {
-        let index = 0
-        for (; index + chunk <= rows.length; index += chunk) several.run(bind(rows, index, chunk))
-        for (; index < rows.length; index++) single.run(bind(rows, index, 1))
-      })
-      inserters.set(name, inserter)
-    }
-    return inserter
-  }
   return {
     dialect: 'sqlite',
     db,
     async insertMany(table, rows) {
       if (rows.length === 0) return
-      inserterFor(table, Object.keys(rows[0])).immediate(rows as readonly Record<string, unknown>[])
+      // One flat array of values is what crosses to the thread: cheaper to copy than row
+      // objects. Bytes cross as they are, unless they are a view into a larger buffer
+      // (Node's shared pool): a copy would take the whole buffer, so those become text here.
+      const columns = Object.keys(rows[0])
+      const values: unknown[] = new Array(rows.length * columns.length)
+      let at = 0
+      for (const row of rows as readonly Record<string, unknown>[]) {
+        for (const column of columns) {
+          const value = row[column] ?? null
+          values[at++] = value instanceof Uint8Array && value.byteLength !== value.buffer.byteLength ? textOf(value) : value
+        }
+      }
+      await writer.insert(table, columns, values)
     },
     async close() {
-      await checkpointer?.stop()
+      await writer.stop()
       await db.destroy()
     },
   }
+}
+
+function textOf(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')
 }
 
 /**
@@ -189,8 +175,11 @@ function openMysql(url: string): Database {
           const values: ExecuteValues[] = new Array(count * columns.length)
           let at = 0
           for (let index = from; index < from + count; index++) {
-            const row = rows[index] as Record<string, ExecuteValues>
-            for (const column of columns) values[at++] = row[column] ?? null
+            const row = rows[index] as Record<string, ExecuteValues | Uint8Array>
+            for (const column of columns) {
+              const value = row[column] ?? null
+              values[at++] = value instanceof Uint8Array ? textOf(value) : value
+            }
           }
           await connection.execute(head + Array(count).fill(tuple).join(', '), values)
         }

@@ -47,11 +47,12 @@ function rawRequest(request: IncomingMessage, body: Buffer | undefined, redacted
 /**
  * The answer as logged at level 2: the handler's value as JSON (whatever format it was
  * sent in, so a log reader gets the value back, and secret fields redacted); an answer
- * served from the response cache has no value at hand and is kept as sent.
+ * served from the response cache has no value at hand and is kept as sent: its bytes,
+ * referenced (the cache's buffer is never written again), made text off this thread.
  */
-function loggedAnswer(exchange: Exchange, body: Buffer): string {
+function loggedAnswer(exchange: Exchange, body: Buffer): string | Buffer {
   if (exchange.result !== undefined) return clip(JSON.stringify(exchange.result, withoutSecrets))
-  return clip(body.toString('utf8'))
+  return body.length > maxStoredBody ? clip(body.toString('utf8')) : body
 }
 
 /**
