@@ -40,11 +40,7 @@ export class SqliteWriterThread {
     private readonly path: string,
     private readonly options: WriterThreadOptions,
   ) {
-    if (options.checkpointEveryMs !== null) {
-      // The request thread's connection never checkpoints by itself while the thread does.
-      file.pragma('wal_autocheckpoint = 0')
-      this.start()
-    }
+    if (options.checkpointEveryMs !== null) this.start()
   }
 
   /** Writes `values` (rows of `columns.length` values each, flat) into `table`, in one transaction. */
@@ -72,6 +68,8 @@ export class SqliteWriterThread {
   }
 
   private start(): Worker {
+    // The request thread's connection never checkpoints by itself while the thread does.
+    if (this.options.checkpointEveryMs !== null) this.file.pragma('wal_autocheckpoint = 0')
     // Eval'd worker code is CommonJS: it is given the driver's resolved path.
     const driver = createRequire(import.meta.url).resolve('better-sqlite3')
     const worker = new Worker(workerSource, {
