@@ -178,7 +178,9 @@ function openMysql(url: string): Database {
             const row = rows[index] as Record<string, ExecuteValues | Uint8Array>
             for (const column of columns) {
               const value = row[column] ?? null
-              values[at++] = value instanceof Uint8Array ? textOf(value) : value
+              // Bytes for a text column go as they are (the column's utf8mb4 takes them as
+              // its text): no string made of them.
+              values[at++] = value instanceof Uint8Array && !Buffer.isBuffer(value) ? Buffer.from(value.buffer, value.byteOffset, value.byteLength) : value
             }
           }
           await connection.execute(head + Array(count).fill(tuple).join(', '), values)
