@@ -45,6 +45,19 @@ t.test('credential headers are redacted from Raw_Request; others are kept', (t) 
   }),
 )
 
+t.test('headers are still judged one by one after a client has sent hundreds of made-up names', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    // Decisions are remembered for a few hundred names only; names past them are tested each time.
+    const service = await startService(t, { kind })
+    const invented: Record<string, string> = { 'x-LogLevel': '2' }
+    for (let index = 0; index < 300; index++) invented[`X-Made-Up-${index}`] = `plain-${index}`
+    t.equal((await service.call('GET', '/Api/Read/Acl', { headers: invented })).status, 200)
+    const call = await service.call('GET', '/Api/Read/Acl', { headers: { 'x-LogLevel': '2', 'X-Session-Late': 'late-secret', 'X-Made-Up-299': 'plain-299', 'X-Never-Seen': 'kept' } })
+    const log = await service.call('POST', '/Api/Read/Log', { body: { LogRequestId: Number(call.headers.get('x-requestid')) } })
+    t.match(JSON.parse(log.json.Raw_Request).headers, { 'x-session-late': '[redacted]', 'x-made-up-299': 'plain-299', 'x-never-seen': 'kept' })
+  }),
+)
+
 t.test('log.redactHeaders: an array of header names, default empty', async (t) => {
   t.same(loadConfig({}, {}).log.redactHeaders, [])
   t.throws(() => loadConfig({ log: { ...loadConfig({}, {}).log, redactHeaders: ['Bad Header:'] } }, {}), { message: /^invalid setting log.redactHeaders.0: must match pattern/ })

@@ -1,7 +1,8 @@
 /**
  * Which request headers the call log stores as `[redacted]` (issue 12, item 5): every
  * header that carries a credential. Decided once, at start, from config
- * `log.redactHeaders`; checking a header is then one lookup and one pattern test.
+ * `log.redactHeaders`; checking a header is then one lookup, and the pattern test runs
+ * once per header name (clients send the same few names on every call).
  */
 
 /** Always redacted: our own credentials (D2), cookies, and proxy credentials. */
@@ -14,8 +15,19 @@ const credentialHeaders = ['authorization', 'proxy-authorization', 'cookie', 'se
  */
 const credentialName = /authorization|cookie|token|secret|passw|api-?key|session|credential/
 
+/** Header names whose decision is remembered; past it, names are tested each time (a client inventing names grows nothing). */
+const rememberedNames = 256
+
 /** A test of a lower-case header name: true when its value must not be stored. */
 export function headerRedaction(configured: readonly string[]): (lowerCaseName: string) => boolean {
   const names = new Set([...credentialHeaders, ...configured.map((name) => name.toLowerCase())])
-  return (lowerCaseName) => names.has(lowerCaseName) || credentialName.test(lowerCaseName)
+  const decided = new Map<string, boolean>()
+  return (lowerCaseName) => {
+    let redacted = decided.get(lowerCaseName)
+    if (redacted === undefined) {
+      redacted = names.has(lowerCaseName) || credentialName.test(lowerCaseName)
+      if (decided.size < rememberedNames) decided.set(lowerCaseName, redacted)
+    }
+    return redacted
+  }
 }
