@@ -14,6 +14,7 @@ import { databaseUrl } from './settings.ts'
 
 const goalKeys = 1_000_000
 const keyCount = Number(process.env.BENCH_KEYS ?? goalKeys)
+const settleSeconds = 10
 
 async function seedKeys(dataDir: string, count: number, groupIds: number[]): Promise<SigningKey[]> {
   const database = openDatabase({ databaseUrl, dataDir })
@@ -57,9 +58,14 @@ export async function manyKeysGoal(context: BenchContext): Promise<void> {
   }, { amount: keys.length, seconds: Number(process.env.BENCH_KEYS_SECONDS ?? 900) })
   const called = Math.min(next, keys.length)
   const rss = rssMegabytes(service.child.pid!)
-  rows.push(summarise(`GET /Api/Read/Acl, each call a different one of ${keyCount} keys`, measured, context.bareRate, `${called} distinct keys called, service RSS ${Math.round(rss)} MB`))
+  // The goal is judged on the RSS at the load's end; beside it, the RSS once V8's memory
+  // reducer has had an idle moment (it collects and gives pages back after the allocation
+  // rate drops), which is what an operator sees on a quiet service.
+  await new Promise((resolve) => setTimeout(resolve, settleSeconds * 1000))
+  const settled = rssMegabytes(service.child.pid!)
+  rows.push(summarise(`GET /Api/Read/Acl, each call a different one of ${keyCount} keys`, measured, context.bareRate, `${called} distinct keys called, service RSS ${Math.round(rss)} MB (${Math.round(settled)} MB ${settleSeconds} s later)`))
   const flags = process.env.BENCH_SERVICE_NODE_OPTIONS ? `NODE_OPTIONS=${process.env.BENCH_SERVICE_NODE_OPTIONS}` : 'default Node flags'
   const short = called < goalKeys ? ` (only ${called} keys: the goal is ${goalKeys})` : ''
-  goals.add(4, 'memory', `RSS ${Math.round(rss)} MB after ${called} distinct keys each called once (target < 300 MB; ${Math.round(rssBefore)} MB before), ${measured.result.non2xx} non-2xx, ${flags}${short}`,
+  goals.add(4, 'memory', `RSS ${Math.round(rss)} MB after ${called} distinct keys each called once (target < 300 MB; ${Math.round(rssBefore)} MB before, ${Math.round(settled)} MB after ${settleSeconds} s idle), ${measured.result.non2xx} non-2xx, ${flags}${short}`,
     rss < 300 && called >= goalKeys && measured.result.non2xx === 0 && !process.env.BENCH_SERVICE_NODE_OPTIONS)
 }
