@@ -3,18 +3,17 @@ import { join } from 'node:path'
 import { Kysely, MysqlDialect, SqliteDialect, sql, type CreateTableBuilder, type Insertable } from 'kysely'
 import SQLite from 'better-sqlite3'
 import { LRUCache } from 'lru-cache'
-import { createPool, type ExecuteValues } from 'mysql2'
+import { createPool, type PoolOptions } from 'mysql2'
 import type { CoreTables } from './coreTables.ts'
-import { SqliteWriterThread } from './sqliteWriterThread.ts'
+import { sqliteWriterThread } from './sqliteWriterThread.ts'
+import { mysqlWriterThread } from './mysqlWriterThread.ts'
+import type { WriterThread } from './writerThread.ts'
 
 export type Dialect = 'sqlite' | 'mysql'
 
 /** A row for insertMany: a text column may also be given as its UTF-8 bytes. */
 export type RowWithTextBytes<Row> = { [Column in keyof Row]: Row[Column] | (string extends Row[Column] ? Uint8Array : never) }
 
-/** MySQL: the same for its prepared statements (at most 65,535 placeholders each). */
-const rowsPerMysqlStatement = 50
-const mysqlPlaceholderLimit = 65_535
 
 /** One database for the kernel and its plugins: a typed Kysely handle over SQLite or MySQL. */
 export interface Database {
@@ -22,11 +21,11 @@ export interface Database {
   /** Typed over the kernel's tables; plugins widen it with `db.withTables<TheirTables>()`. */
   readonly db: Kysely<CoreTables>
   /**
-   * Inserts many rows of one kernel table at once, as fast as the engine allows, in one
-   * transaction (whole or not at all): on SQLite by a writer thread of its own
-   * (sqliteWriterThread.ts), on MySQL by prepared multi-row inserts. All rows must have
-   * the same columns; a text column given as bytes (a Uint8Array) is written as their
-   * UTF-8 text, decoded off the request thread on SQLite. For hot paths (the call log).
+   * Inserts many rows of one kernel table at once, in one transaction (whole or not at
+   * all), written by a thread with a connection of its own (writerThread.ts): the
+   * request thread only hands over the values. All rows must have the same columns; a
+   * text column may be given as bytes (a Uint8Array), written as their UTF-8 text.
+   * For hot paths (the call log).
    */
   insertMany<Table extends keyof CoreTables & string>(table: Table, rows: readonly RowWithTextBytes<Insertable<CoreTables[Table]>>[]): Promise<void>
   close(): Promise<void>
@@ -47,7 +46,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   file.pragma('synchronous = NORMAL')
   file.pragma('busy_timeout = 5000')
   file.pragma('foreign_keys = ON')
-  const writer = new SqliteWriterThread(file, path, { checkpointEveryMs: checkpointInBackground ? 200 : null })
+  const writer = sqliteWriterThread(file, path, { checkpointEveryMs: checkpointInBackground ? 200 : null })
   // Kysely prepares every query it runs; each prepared statement holds native memory
   // that only a garbage collection gives back. Keeping them by SQL text prepares each
   // query shape once and keeps that memory bounded. (Kysely runs one statement at a
@@ -78,22 +77,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   return {
     dialect: 'sqlite',
     db,
-    async insertMany(table, rows) {
-      if (rows.length === 0) return
-      // One flat array of values is what crosses to the thread: cheaper to copy than row
-      // objects. Bytes cross as they are, unless they are a view into a larger buffer
-      // (Node's shared pool): a copy would take the whole buffer, so those become text here.
-      const columns = Object.keys(rows[0])
-      const values: unknown[] = new Array(rows.length * columns.length)
-      let at = 0
-      for (const row of rows as readonly Record<string, unknown>[]) {
-        for (const column of columns) {
-          const value = row[column] ?? null
-          values[at++] = value instanceof Uint8Array && value.byteLength !== value.buffer.byteLength ? textOf(value) : value
-        }
-      }
-      await writer.insert(table, columns, values)
-    },
+    insertMany: (table, rows) => handOver(writer, table, rows),
     async close() {
       await writer.stop()
       await db.destroy()
@@ -101,8 +85,26 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   }
 }
 
-function textOf(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')
+/**
+ * insertMany's rows as the writer thread takes them: one flat array of values, cheaper
+ * to copy across than row objects. Bytes cross as they are, unless they are a view into
+ * a larger buffer (Node's shared pool): a copy would take the whole buffer, so those
+ * become text here.
+ */
+async function handOver(writer: WriterThread, table: string, rows: readonly object[]): Promise<void> {
+  if (rows.length === 0) return
+  const columns = Object.keys(rows[0])
+  const values: unknown[] = new Array(rows.length * columns.length)
+  let at = 0
+  for (const row of rows as readonly Record<string, unknown>[]) {
+    for (const column of columns) {
+      const value = row[column] ?? null
+      values[at++] = value instanceof Uint8Array && value.byteLength !== value.buffer.byteLength
+        ? Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('utf8')
+        : value
+    }
+  }
+  await writer.insert(table, columns, values)
 }
 
 /**
@@ -132,9 +134,10 @@ function withRowsFromArrays(statement: SQLite.Statement): SQLite.Statement {
   } as unknown as SQLite.Statement
 }
 
-function openMysql(url: string): Database {
+/** The pool's options from a mysql:// URL: the service's pool and the writer thread's. */
+export function mysqlPoolOptions(url: string): PoolOptions {
   const parsed = new URL(url)
-  const pool = createPool({
+  return {
     host: parsed.hostname,
     port: Number(parsed.port || 3306),
     user: decodeURIComponent(parsed.username),
@@ -148,52 +151,22 @@ function openMysql(url: string): Database {
     supportBigNumbers: true,
     bigNumberStrings: false,
     enableKeepAlive: true,
-  })
+  }
+}
+
+function openMysql(url: string): Database {
+  const options = mysqlPoolOptions(url)
+  const pool = createPool(options)
   const db = new Kysely<CoreTables>({ dialect: new MysqlDialect({ pool }) })
-  const promisePool = pool.promise()
+  const writer = mysqlWriterThread(options)
   return {
     dialect: 'mysql',
     db,
-    // Prepared multi-row inserts (the binary protocol): values travel as they are, with
-    // no escaping pass over a level-2 record's raw request and answer and no SQL text for
-    // the server to parse; a Kysely tree of every value cost more than the write itself.
-    // Rows go `rowsPerMysqlStatement` to one statement (mysql2 prepares each text once
-    // per connection), the rest in one statement of their own count; all in one
-    // transaction, so a batch is written whole or not at all.
-    async insertMany(table, rows) {
-      if (rows.length === 0) return
-      const columns = Object.keys(rows[0])
-      const quote = (identifier: string) => `\`${identifier.replaceAll('`', '``')}\``
-      const head = `insert into ${quote(table)} (${columns.map(quote).join(', ')}) values `
-      const tuple = `(${columns.map(() => '?').join(', ')})`
-      const chunk = Math.max(1, Math.min(rowsPerMysqlStatement, Math.floor(mysqlPlaceholderLimit / columns.length)))
-      const connection = await promisePool.getConnection()
-      try {
-        await connection.query('start transaction')
-        for (let from = 0; from < rows.length; from += chunk) {
-          const count = Math.min(chunk, rows.length - from)
-          const values: ExecuteValues[] = new Array(count * columns.length)
-          let at = 0
-          for (let index = from; index < from + count; index++) {
-            const row = rows[index] as Record<string, ExecuteValues | Uint8Array>
-            for (const column of columns) {
-              const value = row[column] ?? null
-              // Bytes for a text column go as they are (the column's utf8mb4 takes them as
-              // its text): no string made of them.
-              values[at++] = value instanceof Uint8Array && !Buffer.isBuffer(value) ? Buffer.from(value.buffer, value.byteOffset, value.byteLength) : value
-            }
-          }
-          await connection.execute(head + Array(count).fill(tuple).join(', '), values)
-        }
-        await connection.query('commit')
-      } catch (error) {
-        await connection.query('rollback').catch(() => undefined)
-        throw error
-      } finally {
-        connection.release()
-      }
+    insertMany: (table, rows) => handOver(writer, table, rows),
+    async close() {
+      await writer.stop()
+      await db.destroy()
     },
-    close: () => db.destroy(),
   }
 }
 

@@ -1,108 +1,32 @@
 import { createRequire } from 'node:module'
-import { Worker } from 'node:worker_threads'
 import type SQLite from 'better-sqlite3'
+import { WriterThread } from './writerThread.ts'
 
 /** Rows bound to one multi-row insert statement (SQLite binds at most 32,766 values). */
 const rowsPerStatement = 32
 
-export interface WriterThreadOptions {
-  /** Run a PASSIVE WAL checkpoint this often in the thread (the service's database); null: none. */
-  checkpointEveryMs: number | null
-}
-
-interface Waiting {
-  resolve: () => void
-  reject: (error: Error) => void
-}
-
 /**
- * SQLite's heavy writes, off the request thread (issue 19, goals 1 and 2): a worker
- * thread with a connection of its own writes insertMany's batches (the call log: at
- * LogLevel 2 a row of about 5 KB costs 25 µs of SQLite, more than the rest of the
- * call) and, for the service's database, runs the WAL checkpoints that would otherwise
- * copy and sync pages inside one of the request thread's commits. The request thread
- * only hands over a flat array of values (about 1 µs a row at LogLevel 0, 4 at level 2).
- *
- * Each batch is one IMMEDIATE transaction on the thread's connection, so it waits
- * busy_timeout for another writer rather than failing, and is written whole or not at
- * all; errors come back with their SQLite code, so the call log tells an outage from a
- * bad row as before. Should the thread die, the batches it held fail as an outage (the
- * call log retries them) and the next batch starts a new thread.
+ * SQLite's writer thread (writerThread.ts): its connection writes insertMany's batches
+ * (at LogLevel 2 a call-log row of about 5 KB costs 20-25 µs of SQLite, more than the
+ * rest of the call) and, given `checkpointEveryMs` (the service's database), runs the
+ * WAL checkpoints that would otherwise copy and sync pages inside one of the request
+ * thread's commits. Each batch is one IMMEDIATE transaction, so it waits busy_timeout
+ * for another writer rather than failing. Text given as bytes becomes text here.
  */
-export class SqliteWriterThread {
-  private worker: Worker | null = null
-  private readonly waiting = new Map<number, Waiting>()
-  private sequence = 0
-  private stopped = false
-
-  constructor(
-    private readonly file: SQLite.Database,
-    private readonly path: string,
-    private readonly options: WriterThreadOptions,
-  ) {
-    if (options.checkpointEveryMs !== null) this.start()
-  }
-
-  /** Writes `values` (rows of `columns.length` values each, flat) into `table`, in one transaction. */
-  insert(table: string, columns: readonly string[], values: readonly unknown[]): Promise<void> {
-    if (this.stopped) return Promise.reject(outage('the SQLite writer thread is stopped'))
-    const worker = this.worker ?? this.start()
-    const sequence = ++this.sequence
-    return new Promise<void>((resolve, reject) => {
-      // While a batch is out, the thread keeps the process alive: a shutdown awaits it.
-      if (this.waiting.size === 0) worker.ref()
-      this.waiting.set(sequence, { resolve, reject })
-      worker.postMessage({ sequence, table, columns, values })
-    })
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true
-    const worker = this.worker
-    this.worker = null
-    if (!worker) return
-    // The call log is flushed before the database closes; a batch still out is let finish.
-    const giveUpAt = Date.now() + 10_000
-    while (this.waiting.size > 0 && Date.now() < giveUpAt) await new Promise((resolve) => setTimeout(resolve, 5))
-    await worker.terminate()
-  }
-
-  private start(): Worker {
-    // The request thread's connection never checkpoints by itself while the thread does.
-    if (this.options.checkpointEveryMs !== null) this.file.pragma('wal_autocheckpoint = 0')
-    // Eval'd worker code is CommonJS: it is given the driver's resolved path.
-    const driver = createRequire(import.meta.url).resolve('better-sqlite3')
-    const worker = new Worker(workerSource, {
-      eval: true,
-      workerData: { driver, path: this.path, rowsPerStatement, checkpointEveryMs: this.options.checkpointEveryMs },
-    })
-    worker.unref()
-    worker.on('message', (answer: { sequence: number; error?: { code?: string; message: string } }) => {
-      const waiting = this.waiting.get(answer.sequence)
-      if (!waiting) return
-      this.waiting.delete(answer.sequence)
-      if (this.waiting.size === 0) worker.unref()
-      if (answer.error) waiting.reject(Object.assign(new Error(answer.error.message), { code: answer.error.code }))
-      else waiting.resolve()
-    })
-    const lost = (reason: string) => {
-      if (this.worker !== worker) return
-      this.worker = null
-      // Checkpoints fall back to the request thread's connection.
-      if (this.options.checkpointEveryMs !== null && this.file.open) this.file.pragma('wal_autocheckpoint = 1000')
-      for (const waiting of this.waiting.values()) waiting.reject(outage(`the SQLite writer thread stopped: ${reason}`))
-      this.waiting.clear()
-    }
-    worker.on('error', (error) => lost(error.message))
-    worker.on('exit', (code) => lost(`exit code ${code}`))
-    this.worker = worker
-    return worker
-  }
-}
-
-/** Counted as an outage by isStoreOutage: the call log keeps the batch and retries. */
-function outage(message: string): Error {
-  return Object.assign(new Error(message), { code: 'SQLITE_IOERR' })
+export function sqliteWriterThread(file: SQLite.Database, path: string, { checkpointEveryMs }: { checkpointEveryMs: number | null }): WriterThread {
+  // Eval'd worker code is CommonJS: it is given the driver's resolved path.
+  const driver = createRequire(import.meta.url).resolve('better-sqlite3')
+  const checkpoints = checkpointEveryMs !== null
+  const writer = new WriterThread({
+    source: workerSource,
+    workerData: { driver, path, rowsPerStatement, checkpointEveryMs },
+    outageCode: 'SQLITE_IOERR',
+    // The request thread's connection checkpoints by itself only while no thread does.
+    started: () => checkpoints && file.pragma('wal_autocheckpoint = 0'),
+    lost: () => checkpoints && file.open && file.pragma('wal_autocheckpoint = 1000'),
+  })
+  if (checkpoints) writer.start()
+  return writer
 }
 
 const workerSource = `
@@ -111,9 +35,10 @@ const SQLite = require(workerData.driver)
 const file = new SQLite(workerData.path)
 file.pragma('busy_timeout = 5000')
 file.pragma('synchronous = NORMAL')
+let checkpoints = null
 if (workerData.checkpointEveryMs) {
   file.pragma('wal_autocheckpoint = 0')
-  setInterval(() => file.pragma('wal_checkpoint(PASSIVE)'), workerData.checkpointEveryMs)
+  checkpoints = setInterval(() => file.pragma('wal_checkpoint(PASSIVE)'), workerData.checkpointEveryMs)
 }
 
 // Prepared once per table and column list; identifiers are the kernel's, values are bound.
@@ -144,7 +69,13 @@ function inserterFor(table, columns) {
   return inserter
 }
 
-parentPort.on('message', ({ sequence, table, columns, values }) => {
+parentPort.on('message', (message) => {
+  if (message.close) {
+    clearInterval(checkpoints)
+    file.close()
+    process.exit(0)
+  }
+  const { sequence, table, columns, values } = message
   try {
     inserterFor(table, columns).immediate(values)
     parentPort.postMessage({ sequence })

@@ -1,0 +1,69 @@
+import { createRequire } from 'node:module'
+import type { PoolOptions } from 'mysql2'
+import { WriterThread } from './writerThread.ts'
+
+/** Rows bound to one prepared statement (MySQL takes at most 65,535 placeholders each). */
+const rowsPerStatement = 50
+
+/**
+ * MySQL's writer thread (writerThread.ts): a pool of its own (the service's options,
+ * one connection: batches come one after the other) writes insertMany's batches as
+ * prepared multi-row inserts (the binary protocol: values travel as they are, no
+ * escaping, no SQL text for the server to parse; each statement text prepared once per
+ * connection), all of a batch in one transaction. Bytes for a text column go as they
+ * are: the column's utf8mb4 takes them as its text.
+ */
+export function mysqlWriterThread(options: PoolOptions): WriterThread {
+  const driver = createRequire(import.meta.url).resolve('mysql2')
+  return new WriterThread({
+    source: workerSource,
+    workerData: { driver, options: { ...options, connectionLimit: 1 }, rowsPerStatement },
+    // Counted as an outage by isStoreOutage (a lost connection).
+    outageCode: 'PROTOCOL_CONNECTION_LOST',
+  })
+}
+
+const workerSource = `
+const { workerData, parentPort } = require('node:worker_threads')
+const mysql = require(workerData.driver)
+const pool = mysql.createPool(workerData.options).promise()
+const quote = (identifier) => '\`' + identifier.replaceAll('\`', '\`\`') + '\`'
+
+async function write(table, columns, values) {
+  const width = columns.length
+  const head = 'insert into ' + quote(table) + ' (' + columns.map(quote).join(', ') + ') values '
+  const tuple = '(' + columns.map(() => '?').join(', ') + ')'
+  const chunk = Math.max(1, Math.min(workerData.rowsPerStatement, Math.floor(65535 / width)))
+  for (let index = 0; index < values.length; index++) {
+    const value = values[index]
+    if (value instanceof Uint8Array && !Buffer.isBuffer(value)) values[index] = Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+  }
+  const rows = values.length / width
+  const connection = await pool.getConnection()
+  try {
+    await connection.query('start transaction')
+    for (let from = 0; from < rows; from += chunk) {
+      const count = Math.min(chunk, rows - from)
+      await connection.execute(head + Array(count).fill(tuple).join(', '), values.slice(from * width, (from + count) * width))
+    }
+    await connection.query('commit')
+  } catch (error) {
+    await connection.query('rollback').catch(() => undefined)
+    throw error
+  } finally {
+    connection.release()
+  }
+}
+
+parentPort.on('message', (message) => {
+  if (message.close) {
+    pool.end().catch(() => undefined).finally(() => process.exit(0))
+    return
+  }
+  const { sequence, table, columns, values } = message
+  write(table, columns, values).then(
+    () => parentPort.postMessage({ sequence }),
+    (error) => parentPort.postMessage({ sequence, error: { code: error && error.code, message: String((error && error.message) || error) } }),
+  )
+})
+`
