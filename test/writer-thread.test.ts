@@ -27,17 +27,23 @@ interface Notes {
   rows(): Promise<{ id: number; body: string }[]>
 }
 
+/** A WAL-mode SQLite file with the notes table; removed at the test's end. */
+function sqliteNotes(t: Test): { file: SQLite.Database; path: string } {
+  const folder = mkdtempSync(join(tmpdir(), 'keygate-writer-'))
+  const path = join(folder, 'writer.sqlite')
+  const file = new SQLite(path)
+  t.teardown(() => (file.close(), rmSync(folder, { recursive: true, force: true })))
+  file.pragma('journal_mode = WAL')
+  file.exec('create table notes (id integer primary key, body text not null)')
+  return { file, path }
+}
+
 async function notesTable(t: Test, kind: DatabaseKind): Promise<Notes> {
   const writers: WriterThread[] = []
   t.teardown(() => Promise.all(writers.map((writer) => writer.stop())))
   const kept = (writer: WriterThread) => (writers.push(writer), writer)
   if (kind === 'sqlite') {
-    const folder = mkdtempSync(join(tmpdir(), 'keygate-writer-'))
-    const path = join(folder, 'writer.sqlite')
-    const file = new SQLite(path)
-    t.teardown(() => (file.close(), rmSync(folder, { recursive: true, force: true })))
-    file.pragma('journal_mode = WAL')
-    file.exec('create table notes (id integer primary key, body text not null)')
+    const { file, path } = sqliteNotes(t)
     return {
       writer: (options = { checkpointEveryMs: null }) => kept(sqliteWriterThread(file, path, options)),
       rows: async () => file.prepare('select id, body from notes order by id').all() as { id: number; body: string }[],
@@ -121,19 +127,10 @@ t.test('after stop, a batch is refused as an outage', (t) =>
 )
 
 t.test('SQLite: a locked file makes the batch wait busy_timeout, then fail as an outage', async (t) => {
-  const folder = mkdtempSync(join(tmpdir(), 'keygate-writer-'))
-  const path = join(folder, 'writer.sqlite')
-  const file = new SQLite(path)
-  file.pragma('journal_mode = WAL')
-  file.exec('create table notes (id integer primary key, body text not null)')
+  const { file, path } = sqliteNotes(t)
   const writer = sqliteWriterThread(file, path, { checkpointEveryMs: null })
   const other = new SQLite(path)
-  t.teardown(async () => {
-    await writer.stop()
-    other.close()
-    file.close()
-    rmSync(folder, { recursive: true, force: true })
-  })
+  t.teardown(async () => (await writer.stop(), other.close()))
   other.exec('begin exclusive')
   const started = Date.now()
   const error = await failure(writer.insert('notes', columns, [1, 'locked out']))
@@ -144,17 +141,9 @@ t.test('SQLite: a locked file makes the batch wait busy_timeout, then fail as an
 })
 
 t.test('SQLite: the thread runs the checkpoints, and a lost thread hands them back', async (t) => {
-  const folder = mkdtempSync(join(tmpdir(), 'keygate-writer-'))
-  const path = join(folder, 'writer.sqlite')
-  const file = new SQLite(path)
-  file.pragma('journal_mode = WAL')
-  file.exec('create table notes (id integer primary key, body text not null)')
+  const { file, path } = sqliteNotes(t)
   const writer = sqliteWriterThread(file, path, { checkpointEveryMs: 50 })
-  t.teardown(async () => {
-    await writer.stop()
-    file.close()
-    rmSync(folder, { recursive: true, force: true })
-  })
+  t.teardown(() => writer.stop())
   t.equal(file.pragma('wal_autocheckpoint', { simple: true }), 0, 'the request thread\'s connection does not checkpoint')
   await crash(threadOf(writer)!)
   t.equal(file.pragma('wal_autocheckpoint', { simple: true }), 1000, 'a lost thread hands them back')
