@@ -14,7 +14,6 @@ export type Dialect = 'sqlite' | 'mysql'
 /** A row for insertMany: a text column may also be given as its UTF-8 bytes. */
 export type RowWithTextBytes<Row> = { [Column in keyof Row]: Row[Column] | (string extends Row[Column] ? Uint8Array : never) }
 
-
 /** One database for the kernel and its plugins: a typed Kysely handle over SQLite or MySQL. */
 export interface Database {
   readonly dialect: Dialect
