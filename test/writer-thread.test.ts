@@ -20,6 +20,8 @@ import { isStoreOutage, isUniqueViolation, mysqlPoolOptions } from '../kernel/st
 import { forEachDatabase, type DatabaseKind } from './helpers/service.ts'
 import { createScratchDatabase } from './helpers/scratchDatabase.ts'
 import { freePort } from './helpers/freePort.ts'
+import { spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 
 interface Notes {
   /** A writer for the table `notes (id integer primary key, body text)`; stopped at the test's end. */
@@ -123,6 +125,34 @@ t.test('after stop, a batch is refused as an outage', (t) =>
     t.equal(threadOf(writer), null, 'the thread has ended')
     t.ok(isStoreOutage(await failure(writer.insert('notes', columns, [2, 'refused']))))
     t.equal((await notes.rows()).length, 1)
+  }),
+)
+
+t.test('an idle thread never keeps a process alive: one whose database was left open exits by itself', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    // The service's database opened, then only the request thread's connection closed
+    // (an open MySQL pool holds a process by its sockets): the writer thread, idle, is
+    // all that is left open. On SQLite it starts with the database, for the checkpoints,
+    // and carries no batch (as in a CLI run whose start failed); on MySQL it starts with
+    // the first batch.
+    const dataDir = mkdtempSync(join(tmpdir(), 'keygate-writer-'))
+    const scratch = kind === 'mysql' ? await createScratchDatabase() : null
+    t.teardown(async () => (rmSync(dataDir, { recursive: true, force: true }), await scratch?.drop()))
+    const database = fileURLToPath(new URL('../kernel/storage/database.ts', import.meta.url))
+    const script = `
+      import { openDatabase } from ${JSON.stringify(database)}
+      const database = openDatabase({ databaseUrl: ${JSON.stringify(scratch?.url ?? null)}, dataDir: ${JSON.stringify(dataDir)} }, { checkpointInBackground: true })
+      if (${JSON.stringify(kind === 'mysql')}) {
+        await database.db.schema.createTable('notes').addColumn('id', 'bigint', (c) => c.primaryKey()).addColumn('body', 'text').execute()
+        await database.insertMany('notes', [{ id: 1, body: 'written' }])
+      }
+      await database.db.destroy()
+      console.log('left open')`
+    const started = Date.now()
+    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 })
+    t.equal(child.stdout.trim(), 'left open', child.stderr)
+    t.equal(child.signal, null, 'not killed by the timeout')
+    t.equal(child.status, 0, `exited by itself after ${Date.now() - started} ms`)
   }),
 )
 

@@ -81,16 +81,16 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const plugins = await loadPlugins(enabledPlugins(config), options.plugins)
   const database = openDatabase(config, { checkpointInBackground: true })
   const { db, dialect } = database
-  try {
+  // A start that fails here (a migration, a wrong master key) closes the database, and
+  // with it its writer thread, before the error goes on: a CLI run then exits as it should.
+  const { secrets, daySecret, createdRootKey } = await (async () => {
     await migrate(db, dialect, 'kernel', coreMigrations(dialect))
     for (const plugin of plugins) if (plugin.migrations) await migrate(db, dialect, plugin.name, plugin.migrations)
-  } catch (error) {
-    await database.close()
-    throw error
-  }
-  const secrets = masterSecretBox(config.masterKey, config.dataDir)
-  const daySecret = await loadDaySecret(db, secrets)
-  const createdRootKey = await bootstrap(db, secrets, plugins, { dataDir: config.dataDir, now: clock() })
+    const secrets = masterSecretBox(config.masterKey, config.dataDir)
+    const daySecret = await loadDaySecret(db, secrets)
+    const createdRootKey = await bootstrap(db, secrets, plugins, { dataDir: config.dataDir, now: clock() })
+    return { secrets, daySecret, createdRootKey }
+  })().catch(async (error) => { await database.close(); throw error })
   const nodes = await NodeRegistry.start(db, { ...config.nodes, nodeId: config.nodeId, serverName: config.serverName, host: config.host, report })
     .catch(async (error) => { await database.close(); throw error })
 

@@ -80,8 +80,9 @@ export class WriterThread {
 
   private spawn(): Worker {
     this.thread.started?.()
-    const worker = new Worker(this.thread.source, { eval: true, workerData: this.thread.workerData })
-    worker.unref()
+    // Plain CommonJS of its own, given absolute paths: none of the process's flags (a
+    // loader such as tsx, --input-type=module for `node -e`) may change how it is read.
+    const worker = new Worker(this.thread.source, { eval: true, workerData: this.thread.workerData, execArgv: [] })
     worker.on('message', (answer: { sequence: number; error?: { code?: string; message: string } }) => {
       const waiting = this.waiting.get(answer.sequence)
       if (!waiting) return
@@ -99,6 +100,8 @@ export class WriterThread {
     }
     worker.on('error', (error) => lost(error.message))
     worker.on('exit', (code) => lost(`exit code ${code}`))
+    // After the listeners: attaching a 'message' listener refs the thread again.
+    worker.unref()
     this.worker = worker
     return worker
   }
