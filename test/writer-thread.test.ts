@@ -125,6 +125,19 @@ t.test('after stop, a batch is refused as an outage', (t) =>
     t.equal(threadOf(writer), null, 'the thread has ended')
     t.ok(isStoreOutage(await failure(writer.insert('notes', columns, [2, 'refused']))))
     t.equal((await notes.rows()).length, 1)
+
+    // The thread dies while stop waits for a batch still out: stop returns all the same.
+    const crashed = notes.writer()
+    await crashed.insert('notes', columns, [3, 'kept too'])
+    const thread = threadOf(crashed)!
+    const outstanding = failure(crashed.insert('notes', columns, Array.from({ length: 2000 }, (_, index) => [index + 10, 'y'.repeat(200)]).flat()))
+    const stopping = crashed.stop()
+    await crash(thread)
+    const started = Date.now()
+    await stopping
+    t.ok(Date.now() - started < 1000, 'stop returns once the thread is gone')
+    const lost = await outstanding
+    t.ok(lost === null || isStoreOutage(lost), 'the batch out was written whole or failed as an outage')
   }),
 )
 

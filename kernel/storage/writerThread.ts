@@ -65,6 +65,8 @@ export class WriterThread {
     if (!worker) return
     const giveUpAt = Date.now() + 10_000
     while (this.waiting.size > 0 && Date.now() < giveUpAt) await new Promise((resolve) => setTimeout(resolve, 5))
+    // Died meanwhile: its batches have failed already, and its exit is past.
+    if (this.worker !== worker) return
     this.worker = null
     // The thread closes its connection itself (a server sees a clean goodbye); one that does not is ended.
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()))
