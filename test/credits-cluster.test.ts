@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from './helpers/freePort.ts'
 import { watchChild } from './helpers/childService.ts'
-import { createScratchDatabase, mysqlProblem } from './helpers/scratchDatabase.ts'
+import { withScratchMariadb } from './helpers/scratchDatabase.ts'
 import { signedHeaders, type SigningKey } from '../kernel/auth/signature.ts'
 
 async function clusterRun(t: Test, databaseUrl: string | null): Promise<void> {
@@ -68,14 +68,4 @@ async function clusterRun(t: Test, databaseUrl: string | null): Promise<void> {
 
 t.test('WORKERS=2 on SQLite', (t) => clusterRun(t, null))
 
-t.test('WORKERS=2 on MariaDB', async (t) => {
-  const problem = await mysqlProblem()
-  // As forEachDatabase: skipped only outside CI when MariaDB is not reachable.
-  if (problem && process.env.CI !== 'true' && process.env.REQUIRE_MYSQL !== '1') {
-    await t.test('mysql', { skip: `MariaDB is not reachable (${problem})` }, async () => {})
-    return
-  }
-  const scratch = await createScratchDatabase()
-  t.teardown(() => scratch.drop())
-  await clusterRun(t, scratch.url)
-})
+t.test('WORKERS=2 on MariaDB', (t) => withScratchMariadb(t, (url) => clusterRun(t, url)))

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from './helpers/freePort.ts'
 import { watchChild } from './helpers/childService.ts'
-import { createScratchDatabase, mysqlProblem } from './helpers/scratchDatabase.ts'
+import { withScratchMariadb } from './helpers/scratchDatabase.ts'
 import { signedHeaders, type SigningKey } from '../kernel/auth/signature.ts'
 import { startReceiver } from './helpers/webhookReceiver.ts'
 
@@ -75,21 +75,10 @@ t.setTimeout(240_000)
 
 t.test('SIGKILL between the change and the delivery (SQLite)', (t) => killedBeforeDelivery(t, null))
 
-async function withMariadb(t: Test, body: (url: string) => Promise<void>) {
-  const problem = await mysqlProblem()
-  if (problem && process.env.CI !== 'true' && process.env.REQUIRE_MYSQL !== '1') {
-    await t.test('mysql', { skip: `MariaDB is not reachable (${problem})` }, async () => {})
-    return
-  }
-  const scratch = await createScratchDatabase()
-  t.teardown(() => scratch.drop())
-  await body(scratch.url)
-}
-
-t.test('SIGKILL between the change and the delivery (MariaDB)', (t) => withMariadb(t, (url) => killedBeforeDelivery(t, url)))
+t.test('SIGKILL between the change and the delivery (MariaDB)', (t) => withScratchMariadb(t, (url) => killedBeforeDelivery(t, url)))
 
 t.test('two processes on one MariaDB never both deliver one event', (t) =>
-  withMariadb(t, async (url) => {
+  withScratchMariadb(t, async (url) => {
     const receiver = await startReceiver(t)
     const service = await cluster(t, url)
     const one = await service.start(20)
