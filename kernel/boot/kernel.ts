@@ -81,18 +81,18 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const plugins = await loadPlugins(enabledPlugins(config), options.plugins)
   const database = openDatabase(config, { checkpointInBackground: true })
   const { db, dialect } = database
-  // A start that fails here (a migration, a wrong master key) closes the database, and
-  // with it its writer thread, before the error goes on: a CLI run then exits as it should.
-  const { secrets, daySecret, createdRootKey } = await (async () => {
+  // A start that fails here (a migration, a wrong master key, a taken node id) closes the
+  // database, and with it its writer thread, before the error goes on: a CLI run then
+  // exits as it should.
+  const { secrets, daySecret, createdRootKey, nodes } = await (async () => {
     await migrate(db, dialect, 'kernel', coreMigrations(dialect))
     for (const plugin of plugins) if (plugin.migrations) await migrate(db, dialect, plugin.name, plugin.migrations)
     const secrets = masterSecretBox(config.masterKey, config.dataDir)
     const daySecret = await loadDaySecret(db, secrets)
     const createdRootKey = await bootstrap(db, secrets, plugins, { dataDir: config.dataDir, now: clock() })
-    return { secrets, daySecret, createdRootKey }
+    const nodes = await NodeRegistry.start(db, { ...config.nodes, nodeId: config.nodeId, serverName: config.serverName, host: config.host, report })
+    return { secrets, daySecret, createdRootKey, nodes }
   })().catch(async (error) => { await database.close(); throw error })
-  const nodes = await NodeRegistry.start(db, { ...config.nodes, nodeId: config.nodeId, serverName: config.serverName, host: config.host, report })
-    .catch(async (error) => { await database.close(); throw error })
 
   const keys = new KeyDirectory(db, secrets, clock, config.cache.maxEntries, config.cache.keyTtlSeconds)
   // With Redis every process (cluster workers too) counts in Redis directly (D16).
