@@ -8,7 +8,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createScratchDatabase, mysqlProblem } from './helpers/scratchDatabase.ts'
+import { createScratchDatabase, mysqlProblem, mysqlRequired } from './helpers/scratchDatabase.ts'
 import { runAdmin } from './helpers/adminCli.ts'
 import SQLite from 'better-sqlite3'
 import { loadMasterKey, SecretBox } from '../kernel/auth/secrets.ts'
@@ -23,7 +23,7 @@ function tempDir(t: Test): string {
 async function mariadbDatabase(t: Test): Promise<string | null> {
   const problem = await mysqlProblem()
   if (problem !== null) {
-    if (process.env.CI === 'true' || process.env.REQUIRE_MYSQL === '1') throw new Error(`MariaDB is required here but not reachable: ${problem}`)
+    if (mysqlRequired) throw new Error(`MariaDB is required here but not reachable: ${problem}`)
     return null
   }
   const scratch = await createScratchDatabase()

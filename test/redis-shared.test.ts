@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from './helpers/freePort.ts'
-import { createScratchDatabase, mysqlProblem, mysqlServerUrl } from './helpers/scratchDatabase.ts'
+import { createScratchDatabase, mysqlProblem, mysqlRequired, mysqlServerUrl } from './helpers/scratchDatabase.ts'
 import { privateRedis, withRedis } from './helpers/redis.ts'
 import { runAdmin } from './helpers/adminCli.ts'
 import { signedHeaders, type SigningKey } from '../kernel/auth/signature.ts'
@@ -24,8 +24,6 @@ interface Cluster {
   today: string
   start(): Promise<Node>
 }
-
-const required = process.env.CI === 'true' || process.env.REQUIRE_MYSQL === '1'
 
 async function waitFor(what: string, check: () => boolean | Promise<boolean>, limitMs = 30_000): Promise<void> {
   for (let waited = 0; !(await check()); waited += 100) {
@@ -106,7 +104,7 @@ async function countStatuses(calls: Promise<{ status: number }>[]): Promise<Reco
 async function mysqlOr(t: Test): Promise<boolean> {
   const problem = await mysqlProblem()
   if (problem === null) return true
-  if (required) t.fail(`MariaDB at ${mysqlServerUrl} is required here (CI) but not reachable: ${problem}`)
+  if (mysqlRequired) t.fail(`MariaDB at ${mysqlServerUrl} is required here (CI) but not reachable: ${problem}`)
   else await t.test('mysql', { skip: `MariaDB at ${mysqlServerUrl} is not reachable (${problem})` }, async () => {})
   return false
 }

@@ -5,6 +5,9 @@ import type { Test } from 'tap'
 
 export const mysqlServerUrl = process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306'
 
+/** In CI (.ci/run sets these) a MariaDB that cannot be reached fails the run instead of skipping. */
+export const mysqlRequired = process.env.CI === 'true' || process.env.REQUIRE_MYSQL === '1'
+
 export function mysqlServerOptions() {
   const url = new URL(mysqlServerUrl)
   return { host: url.hostname, port: Number(url.port || 3306), user: decodeURIComponent(url.username), password: decodeURIComponent(url.password) }
@@ -49,13 +52,16 @@ export async function createScratchDatabase(prefix = 'kg_test'): Promise<Scratch
 
 /**
  * Runs `body` on a scratch database dropped at the test's end. As forEachDatabase: when
- * no server answers, a skipped `mysql` subtest outside CI; in CI (CI=true or
- * REQUIRE_MYSQL=1) the test goes on and fails on the connection.
+ * no server answers, a skipped `mysql` subtest outside CI, a failure in CI.
  */
 export async function withScratchMariadb(t: Test, body: (url: string) => Promise<void>): Promise<void> {
   const problem = await mysqlProblem()
-  if (problem && process.env.CI !== 'true' && process.env.REQUIRE_MYSQL !== '1') {
-    await t.test('mysql', { skip: `MariaDB is not reachable (${problem})` }, async () => {})
+  if (problem && !mysqlRequired) {
+    await t.test('mysql', { skip: `MariaDB at ${mysqlServerUrl} is not reachable (${problem}); CI requires it` }, async () => {})
+    return
+  }
+  if (problem) {
+    t.fail(`MariaDB at ${mysqlServerUrl} is required here (CI) but not reachable: ${problem}`)
     return
   }
   const scratch = await createScratchDatabase()

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createScratchDatabase, mysqlProblem, mysqlServerUrl } from './scratchDatabase.ts'
+import { createScratchDatabase, mysqlProblem, mysqlRequired, mysqlServerUrl } from './scratchDatabase.ts'
 import type { Test } from 'tap'
 import { loadConfig, type Config } from '../../kernel/boot/config.ts'
 import { createKernel, type Kernel } from '../../kernel/boot/kernel.ts'
@@ -16,9 +16,6 @@ import { dayCodeAt } from '../../kernel/auth/dayCode.ts'
 import { silentLogger, type Logger } from '../../kernel/observe/logger.ts'
 
 export type DatabaseKind = 'sqlite' | 'mysql'
-
-/** In CI a MariaDB that cannot be reached fails the run instead of skipping (.ci/run sets it). */
-const mysqlRequired = process.env.CI === 'true' || process.env.REQUIRE_MYSQL === '1'
 
 let mysqlReachable: Promise<string | null> | undefined
 const mysqlProblemOnce = () => (mysqlReachable ??= mysqlProblem())
