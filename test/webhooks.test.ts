@@ -39,6 +39,10 @@ t.test('each event arrives once, verified with standardwebhooks', (t) =>
     const rotated = { apiKey: key.apiKey, secret: rotation.json.Api_Secret }
     for (let call = 0; call < 6; call++) await service.call('GET', '/Api/Read/Acl', { key: rotated })
     await receiver.waitFor(2, (item) => item.json.type === 'key.usage')
+    // The scan's warning comes on its own clock (every 100 ms here), so wait for it before the
+    // edit below ends the key and leaves nothing to warn of. A scan that never tells still
+    // fails here, after 10 s, naming what did arrive.
+    await receiver.waitFor(1, (item) => item.json.type === 'key.expiring')
 
     const importId = (await service.call('POST', '/people/update/importinit', { body: {} })).json.ImportId
     await service.call('POST', '/people/update/importmass', { body: { ImportId: importId, People: [{ Source_Id: 'E1', FirstName: 'Ada', LastName: 'Lovelace' }] } })
