@@ -44,6 +44,8 @@ t.test('per-key memories stay within their bounds after more distinct keys than 
     // Two windows per key, each bounded at twice the loaded keys.
     t.ok(sizes.rateCounts <= 2 * 2 * maxEntries, `rate counts ${sizes.rateCounts} <= ${2 * 2 * maxEntries}`)
     t.ok(sizes.rateCounts > 0, 'the calls were counted')
+    // Each key's last proven signature is remembered apart from its record, never for more keys than are loaded.
+    t.ok(sizes.signatures <= maxEntries && sizes.signatures > 0, `remembered signatures ${sizes.signatures} <= ${maxEntries}`)
     // The first key, long evicted everywhere, still calls and is loaded again.
     const again = await service.call('GET', '/Api/Read/Acl', { key: keys[0] })
     t.equal(again.status, 200, 'an evicted key is loaded again')

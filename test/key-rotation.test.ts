@@ -48,8 +48,12 @@ t.test('rotation with an overlap, a second rotation, and the log naming the secr
     t.match(xmlLog.text, /<Secret>previous<\/Secret>/)
 
     clock.now += 59_000
+    const lastSecond = at()
     t.equal((await read(original)).status, 200, 'still valid one second before the end')
     clock.now += 1_000
+    // That very signature again: remembered as proven by the old secret, it ends with the overlap too.
+    const reused = await service.call('GET', '/Api/Read/Acl', { key: original, date: lastSecond })
+    t.equal(reused.text, signatureRefused, 'a reused signature of the old secret is refused at the end of the overlap')
     const late = await read(original)
     t.equal(late.status, 401, 'refused at the end of the overlap')
     t.equal(late.text, signatureRefused)

@@ -25,11 +25,6 @@ export interface AuthRecord {
   caller: CallerKey
   secret: string
   profile: AccessProfile
-  /**
-   * The last signature this key proved, with exactly what it covered. A client may
-   * reuse a signature within its second; the same input needs no second HMAC.
-   */
-  lastVerified: { toSign: string; signature: string; method: number; signedWith: SignedWith } | null
   /** The secret before the last rotation and when it stops being accepted (issue 16); null: none. */
   previous: { secret: string; ends: number } | null
 }
@@ -111,7 +106,8 @@ export class KeyDirectory {
     const tenantQuotas = await this.quotasOf(Number(row.parent), Number(row.custno))
     const caller: CallerKey = {
       id: keyId,
-      apiKey: row.api_key,
+      // The LRU's key when equal (it is, unless a collation matched another case): one string, not two.
+      apiKey: row.api_key === apiKey ? apiKey : row.api_key,
       displayName: row.display_name,
       parent: Number(row.parent),
       custno: Number(row.custno),
@@ -137,7 +133,7 @@ export class KeyDirectory {
     const previous = row.prev_secret_enc !== null && row.prev_secret_ends !== null && Number(row.prev_secret_ends) > this.clock()
       ? { secret: this.secrets.open(row.prev_secret_enc, row.api_key), ends: Number(row.prev_secret_ends) }
       : null
-    const record: AuthRecord = { caller, secret: this.secrets.open(row.secret_enc, row.api_key), profile, lastVerified: null, previous }
+    const record: AuthRecord = { caller, secret: this.secrets.open(row.secret_enc, row.api_key), profile, previous }
     this.records.set(apiKey, record, { ttl: this.ttlSeconds * 1000 })
     this.apiKeyById.set(keyId, apiKey)
     return record

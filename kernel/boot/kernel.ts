@@ -22,6 +22,7 @@ import type { ClusterLink } from './cluster.ts'
 import { invalidation, keyPartition } from './invalidation.ts'
 import { buildPipelines } from '../http/pipelines.ts'
 import { ReplayGuard, replayMemoryMax } from '../auth/replayGuard.ts'
+import { SignatureMemory, signatureMemoryMax } from '../auth/signatureMemory.ts'
 import { IdempotencyStore } from '../http/idempotencyStore.ts'
 import { NodeRegistry, followNodeId } from '../cluster/nodeRegistry.ts'
 import { Tenants } from '../tenants/tenants.ts'
@@ -64,7 +65,7 @@ export interface Kernel {
   readonly daySecret: Buffer
   readonly logger: Logger
   /** How many entries the per-key memories hold now (issue 19: each is bounded; tests check it). */
-  cacheSizes(): { keys: number; accessProfiles: number; responses: number; rateCounts: number }
+  cacheSizes(): { keys: number; accessProfiles: number; responses: number; rateCounts: number; signatures: number }
   /** The mounted routes, by plugin: what this instance answers. */
   routes(): { plugin: string; method: string; path: string; dayCode: boolean; hasBody: boolean }[]
   listen(): Promise<{ port: number; url: string }>
@@ -105,6 +106,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const rateLimits = new RateLimits(limiterStore)
   const credits = new CreditLedger(db, clock)
   const replayGuard = new ReplayGuard(redis || options.cluster ? limiterStore : inMemoryLimiters(clock, replayMemoryMax))
+  // Never more than the keys loaded: each entry holds its key's record.
+  const signatures = new SignatureMemory(Math.min(signatureMemoryMax, config.cache.maxEntries))
   const idempotency = new IdempotencyStore(db, clock, 2 * config.timeouts.requestMs)
   idempotency.startPurging(10 * 60_000, report)
   const requestIds = new RequestIds(nodes.nodeId, clock)
@@ -173,7 +176,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     ...(config.metrics && config.metrics.port !== 0 ? [metrics.stage()] : []),
     accessLogStage(logger, config.log.access ?? 'errors', clientAddress(new Set(config.trustProxy))),
   ]
-  const pipelineFor = buildPipelines({ config, keys, rateLimits, credits, requestIds, callLog, cache, replayGuard, idempotency, daySecret, clock, report, observers, publishing: redisInvalidation && (() => redisInvalidation.inFlight()) })
+  const pipelineFor = buildPipelines({ config, keys, rateLimits, credits, requestIds, callLog, cache, replayGuard, signatures, idempotency, daySecret, clock, report, observers, publishing: redisInvalidation && (() => redisInvalidation.inFlight()) })
   const health = healthResponder({ ping: () => sql`select 1`.execute(db), logQueue: () => ({ queued: callLog.queued, max: config.log.queueMax }), closing: () => closing !== null,
     degraded: redis ? () => (redis.reachable ? null : 'redis unreachable; rate limits per process') : undefined })
   const staticFiles = staticFilesResponder(plugins.flatMap((plugin) => plugin.staticFiles?.(config) ?? []))
@@ -188,7 +191,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     createdRootKey,
     daySecret,
     logger,
-    cacheSizes: () => ({ ...keys.sizes, responses: cache.size, rateCounts: rateLimits.counted }),
+    cacheSizes: () => ({ ...keys.sizes, responses: cache.size, rateCounts: rateLimits.counted, signatures: signatures.size }),
     routes: () => routes.routes().map(({ plugin, route }) => ({ plugin, method: route.method, path: route.path, dayCode: route.dayCode === true, hasBody: route.body !== undefined })),
     async listen() {
       await metrics.listen(config.metrics)

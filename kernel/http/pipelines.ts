@@ -24,6 +24,7 @@ import { logStage } from './stages/log.ts'
 import { replayStage } from './stages/replay.ts'
 import { idempotencyStage } from './stages/idempotency.ts'
 import { publishChangesStage } from './stages/publishChanges.ts'
+import type { SignatureMemory } from '../auth/signatureMemory.ts'
 
 export interface PipelineParts {
   config: Config
@@ -35,6 +36,7 @@ export interface PipelineParts {
   callLog: CallLog
   cache: ResponseCache
   replayGuard: ReplayGuard
+  signatures: SignatureMemory
   idempotency: IdempotencyStore
   daySecret: Buffer
   clock: () => number
@@ -50,7 +52,7 @@ export interface PipelineParts {
  * answer to "which one" is whether the request announces a body.
  */
 export function buildPipelines(parts: PipelineParts): (request: IncomingMessage) => Pipeline {
-  const { config, keys, rateLimits, credits, requestIds, callLog, cache, replayGuard, idempotency, daySecret, clock, report } = parts
+  const { config, keys, rateLimits, credits, requestIds, callLog, cache, replayGuard, signatures, idempotency, daySecret, clock, report } = parts
   const observers = (parts.observers ?? []).map((observer) => watching(observer, report))
   const isSecure = secureTransport(new Set(config.trustProxy))
   const lookupAcl = aclLookup(keys)
@@ -60,7 +62,7 @@ export function buildPipelines(parts: PipelineParts): (request: IncomingMessage)
     authenticate: authenticateStage(keys, clock),
     acl: authorizeStage(keys, lookupAcl, requestIds, isSecure),
     body: readBodyStage(config.bodyLimit),
-    verify: verifyStage({ lookupAcl, rateLimits, requestIds, daySecret, clock }),
+    verify: verifyStage({ lookupAcl, rateLimits, requestIds, signatures, daySecret, clock }),
     rateLimit: rateLimitStage(rateLimits),
     // After the rate limit: a call the limit refuses spends no credit.
     credits: creditsStage(credits, clock),

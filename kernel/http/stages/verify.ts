@@ -4,6 +4,7 @@ import type { RateLimits } from '../../limits/rateLimits.ts'
 import type { RequestIds } from '../../callLog/requestId.ts'
 import type { CallerKey } from '../../plugin.ts'
 import type { SignedWith } from '../../auth/keyDirectory.ts'
+import type { SignatureMemory } from '../../auth/signatureMemory.ts'
 import { sameSignature, stringToSign, verifySignature } from '../../auth/signature.ts'
 import { verifyDayCode } from '../../auth/dayCode.ts'
 import { ApiError, unauthorized } from '../errors.ts'
@@ -13,6 +14,8 @@ export interface VerifyDependencies {
   lookupAcl: AclLookup
   rateLimits: RateLimits
   requestIds: RequestIds
+  /** The last signature of each busy key, so a reused one needs no second HMAC. */
+  signatures: SignatureMemory
   daySecret: Buffer
   clock: () => number
 }
@@ -24,7 +27,7 @@ export interface VerifyDependencies {
  * so every later answer (403, 429, 400, 200) carries one and is logged under the key.
  */
 export function verifyStage(deps: VerifyDependencies): Stage {
-  const { lookupAcl, rateLimits, requestIds, daySecret, clock } = deps
+  const { lookupAcl, rateLimits, requestIds, signatures, daySecret, clock } = deps
 
   async function checkDayCode(caller: CallerKey, code: string | undefined): Promise<void> {
     const blockedMs = await rateLimits.dayCodeBlocked(caller)
@@ -55,10 +58,10 @@ export function verifyStage(deps: VerifyDependencies): Stage {
       const acl = lookupAcl(exchange)
       const method = caller.requireHash ?? acl?.requireHash ?? 0
       const toSign = stringToSign(exchange.request.method!, exchange.signedPath, credentials.apiDate!, exchange.rawBody)
-      const last = record.lastVerified
+      const last = signatures.last(record)
       const previous = record.previous
       // A client may reuse a signature within its second; the same input needs no second HMAC.
-      if (last === null || last.toSign !== toSign || last.method !== method || !sameSignature(last.signature, credentials.apiHmac!) ||
+      if (last === undefined || last.toSign !== toSign || last.method !== method || !sameSignature(last.signature, credentials.apiHmac!) ||
         (last.signedWith === 'previous' && (previous === null || clock() >= previous.ends))) {
         let signedWith: SignedWith = 'current'
         if (!verifySignature(record.secret, toSign, credentials.apiHmac!, method)) {
@@ -68,7 +71,7 @@ export function verifyStage(deps: VerifyDependencies): Stage {
           }
           signedWith = 'previous'
         }
-        record.lastVerified = { toSign, signature: credentials.apiHmac!, method, signedWith }
+        signatures.remember(record, { toSign, signature: credentials.apiHmac!, method, signedWith })
         exchange.signedWith = signedWith
       } else {
         exchange.signedWith = last.signedWith
