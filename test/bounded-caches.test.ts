@@ -7,6 +7,7 @@
 import t from 'tap'
 import { loadConfig } from '../kernel/boot/config.ts'
 import { MemoryWindowLimiter } from '../kernel/limits/rateLimits.ts'
+import { answerSize, ResponseCache } from '../kernel/http/responseCache.ts'
 import { forEachDatabase, startService } from './helpers/service.ts'
 import { insertKey } from './helpers/keys.ts'
 
@@ -25,6 +26,17 @@ t.test('a rate-limit window counts at most its bound of keys; the oldest-opened 
   now += 3_600_001
   await limiter.consume('fresh')
   t.equal(limiter.size, 1, 'expired counts swept first')
+})
+
+t.test('cached answers stay within cache.responseBytes, counting their keys and headers too', async (t) => {
+  const maxBytes = 65_536
+  const cache = new ResponseCache(10_000, maxBytes)
+  // A POST read's key holds its whole body: 2,000 bytes of key beside a 100-byte answer.
+  const answer = { status: 200, body: Buffer.alloc(100, 'a'), contentType: 'application/json', headers: [['RateLimit-Policy', '"1Hour";q=1000;w=3600']] as [string, string][] }
+  for (let index = 0; index < 200; index++) cache.set(cache.key(1, `key:${index}`, `json\u0000\u0000${String(index).padStart(2000, 'x')}`), answer, 60)
+  t.ok(cache.size > 0, 'answers are kept')
+  t.ok(cache.size * (2000 + 100) <= maxBytes, `${cache.size} answers of 2,100 bytes of key and body fit in ${maxBytes} bytes`)
+  t.ok(answerSize(answer, 'k') > 100 + 1, 'an answer costs more than its body')
 })
 
 t.test('per-key memories stay within their bounds after more distinct keys than they hold', async (t) => {

@@ -48,6 +48,14 @@ export function toAclEntry(row: AclRow): AclEntry {
 
 const noWindows: readonly RateWindow[] = Object.freeze([])
 
+interface ParsedMaxHits {
+  text: string | null
+  windows: readonly RateWindow[]
+}
+
+/** The stored ResponseFormat as one shared string each, not one per loaded key. */
+const responseFormats = new Map<string, ResponseFormat>([['json', 'json'], ['xml', 'xml'], ['csv', 'csv']])
+
 /**
  * Looks keys up by their Api_Key value. Hits are kept `ttlSeconds` (and dropped at
  * once by `forget`); misses for a few seconds, so a flood of unknown keys does not
@@ -58,7 +66,8 @@ export class KeyDirectory {
   private readonly records: LRUCache<string, AuthRecord | false>
   private readonly apiKeyById = new Map<number, string>()
   private readonly profiles: LRUCache<string, AccessProfile>
-  private readonly windowsByMaxHits = new LRUCache<string, readonly RateWindow[]>({ max: 10_000 })
+  /** Parsed MaxHits by its text, with that text kept once: many keys share a few values. */
+  private readonly maxHitsByText = new LRUCache<string, ParsedMaxHits>({ max: 10_000 })
   /** A tenant's quotas (its own and its parent's MaxHits), shared by its keys; expire with the same TTL. */
   private readonly quotasByTenant: LRUCache<string, readonly TenantQuota[]>
   private publicAcl: AclEntry[] = []
@@ -104,6 +113,7 @@ export class KeyDirectory {
     const groups = await this.db.selectFrom('api_key_groups').select('group_id').where('key_id', '=', keyId).orderBy('group_id').execute()
     const profile = await this.profileFor(groups.map((group) => Number(group.group_id)))
     const tenantQuotas = await this.quotasOf(Number(row.parent), Number(row.custno))
+    const maxHits = this.maxHitsOf(row.max_hits)
     const caller: CallerKey = {
       id: keyId,
       // The LRU's key when equal (it is, unless a collation matched another case): one string, not two.
@@ -116,11 +126,11 @@ export class KeyDirectory {
       dayPass: Number(row.day_pass),
       requireHttps: Number(row.require_https),
       allowHours: row.allow_hours === null ? null : Number(row.allow_hours),
-      responseFormat: row.response_format as ResponseFormat,
+      responseFormat: (responseFormats.get(row.response_format) ?? row.response_format) as ResponseFormat,
       logLevel: Number(row.log_level),
       logRaw: Number(row.log_raw),
-      maxHits: row.max_hits,
-      rateWindows: this.windowsOf(row.max_hits),
+      maxHits: maxHits.text,
+      rateWindows: maxHits.windows,
       requireHash: row.require_hash === null ? null : (Number(row.require_hash) as HashMethod),
       createdBy: row.created_by === null ? null : Number(row.created_by),
       groupIds: profile.groupIds,
@@ -162,14 +172,18 @@ export class KeyDirectory {
     return profile
   }
 
-  private windowsOf(maxHits: string | null): readonly RateWindow[] {
-    if (maxHits === null || maxHits === '') return noWindows
-    let windows = this.windowsByMaxHits.get(maxHits)
-    if (windows === undefined) {
-      windows = Object.freeze(safeWindows(maxHits))
-      this.windowsByMaxHits.set(maxHits, windows)
+  private maxHitsOf(text: string | null): ParsedMaxHits {
+    if (text === null || text === '') return { text, windows: noWindows }
+    let parsed = this.maxHitsByText.get(text)
+    if (parsed === undefined) {
+      parsed = { text, windows: Object.freeze(safeWindows(text)) }
+      this.maxHitsByText.set(text, parsed)
     }
-    return windows
+    return parsed
+  }
+
+  private windowsOf(maxHits: string | null): readonly RateWindow[] {
+    return this.maxHitsOf(maxHits).windows
   }
 
   /**
