@@ -39,6 +39,48 @@ t.test('cached answers stay within cache.responseBytes, counting their keys and 
   t.ok(answerSize(answer, 'k') > 100 + 1, 'an answer costs more than its body')
 })
 
+t.test('partition invalidations are forgotten once no older answer can live, and never bring one back', async (t) => {
+  // Not 0: lru-cache reads a start time of 0 as "no TTL".
+  let now = 1_000_000
+  const cache = new ResponseCache(1000, 1 << 20, () => now)
+  const answer = (text: string) => ({ status: 200, body: Buffer.from(text), contentType: 'text/plain', headers: [] })
+  const keyOf = (partition: string) => cache.key(1, partition, 'json')
+  cache.set(keyOf('key:1'), answer('before'), 60)
+  cache.invalidate('key:1')
+  t.equal(cache.get(keyOf('key:1')), undefined, 'invalidated')
+  cache.set(keyOf('key:1'), answer('after'), 60)
+  // Every key changed once: the marks last one TTL, then go.
+  for (let keyId = 2; keyId < 1002; keyId++) cache.invalidate(`key:${keyId}`)
+  t.equal(cache.partitionMarks, 1001, 'each change leaves a mark while older answers may live')
+  now += 60_001
+  cache.invalidate('key:5000')
+  t.equal(cache.partitionMarks, 1, 'marks older than the longest TTL are forgotten')
+  t.equal(cache.get(keyOf('key:1')), undefined, 'no answer comes back once its mark is forgotten')
+  // An answer cached late under a mark outlives the mark; the partition's next change must not reuse that generation.
+  cache.invalidate('key:2')
+  now += 59_000
+  cache.set(keyOf('key:2'), answer('late'), 60)
+  now += 2_000
+  cache.invalidate('key:3')
+  t.equal(cache.get(keyOf('key:2'))?.body.toString(), undefined, 'the late answer is out of reach once the mark goes')
+  cache.invalidate('key:2')
+  t.equal(cache.get(keyOf('key:2')), undefined, 'and stays out of reach after the next change')
+
+  // An answer computed across an invalidation of any partition is not kept.
+  const epoch = cache.epoch
+  const key = keyOf('key:7')
+  cache.invalidate('key:7')
+  cache.set(key, answer('stale'), 60, epoch)
+  t.equal(cache.get(key), undefined, 'not kept under the replaced generation')
+  let computed = 0
+  const slow = cache.remember('tenant:1', 'Total', 60, async () => {
+    cache.clear()
+    return ++computed
+  })
+  t.equal(await slow, 1)
+  t.equal(await cache.remember('tenant:1', 'Total', 60, async () => ++computed), 2, 'a value computed across a clear is computed again')
+})
+
 t.test('per-key memories stay within their bounds after more distinct keys than they hold', async (t) => {
   await forEachDatabase(t, async (t, kind) => {
     const defaults = loadConfig({}, {})

@@ -45,6 +45,8 @@ export class Exchange implements Call<unknown, Record<string, unknown>> {
   query: Record<string, unknown> = {}
   extraHeaders: [string, string][] = []
   cacheKey: string | null = null
+  /** The response cache's invalidation count when `cacheKey` was made: an answer computed across one is not kept. */
+  cacheEpoch = 0
   /** The Idempotency-Key this call claimed: its answer is stored for the key's retries. */
   idempotencyKey: string | null = null
   answer: Answer | null = null

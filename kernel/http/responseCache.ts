@@ -7,18 +7,37 @@ export interface CachedAnswer {
   headers: [string, string][]
 }
 
+/** A partition's invalidation: the generation its keys now carry, kept until every older answer has expired. */
+interface PartitionMark {
+  generation: number
+  until: number
+}
+
 /**
  * The response cache stage's store: a bounded LRU of encoded answers. Partitions are
- * dropped by bumping a generation number that is part of every key, so invalidation
- * is O(1) and old entries simply age out of the LRU.
+ * dropped by giving them a new generation number that is part of every key, so
+ * invalidation is O(1) and old entries simply age out of the LRU.
+ *
+ * A partition's mark is kept only as long as an answer cached before it could live (the
+ * longest TTL seen), then forgotten (issue 19 goal 4: every key or tenant ever changed
+ * used to leave a mark for the life of the process). Generations come from one counter
+ * and are never reused, so a forgotten mark cannot bring an older answer back.
  */
 export class ResponseCache {
   private readonly entries: LRUCache<string, CachedAnswer>
-  private readonly generations = new Map<string, number>()
-  private readonly values = new LRUCache<string, { value: unknown }>({ max: 10_000 })
+  /** In the order they were made (a new mark moves to the end), so the expired ones are at the front. */
+  private readonly marks = new Map<string, PartitionMark>()
+  private lastGeneration = 0
+  private longestTtlMs = 0
+  private readonly values: LRUCache<string, { value: unknown }>
 
-  constructor(maxEntries: number, maxBytes: number) {
+  /** `now`: the clock of the answers' TTLs and of the marks, one clock for both (tests pass a fake one). */
+  constructor(maxEntries: number, maxBytes: number, private readonly now: () => number = performance.now.bind(performance)) {
+    // ttlResolution 0: read the clock each time rather than keep a reading for a millisecond.
+    const clock = { perf: { now }, ttlResolution: 0 }
+    this.values = new LRUCache({ max: 10_000, ...clock })
     this.entries = new LRUCache({
+      ...clock,
       max: maxEntries,
       maxSize: maxBytes,
       sizeCalculation: answerSize,
@@ -31,40 +50,72 @@ export class ResponseCache {
     return this.entries.size
   }
 
+  /** Partitions invalidated recently enough that an older answer may still be cached (bounded by time). */
+  get partitionMarks(): number {
+    return this.marks.size
+  }
+
+  private generationOf(partition: string): number {
+    return this.marks.size === 0 ? 0 : this.marks.get(partition)?.generation ?? 0
+  }
+
   key(routeId: number, partition: string, variant: string): string {
-    return `${routeId}\u0000${partition}\u0000${this.generations.get(partition) ?? 0}\u0000${variant}`
+    return `${routeId}\u0000${partition}\u0000${this.generationOf(partition)}\u0000${variant}`
   }
 
   get(key: string): CachedAnswer | undefined {
     return this.entries.get(key)
   }
 
-  set(key: string, answer: CachedAnswer, ttlSeconds: number): void {
+  /** Invalidations so far; `set` takes the value read when its key was made. */
+  get epoch(): number {
+    return this.lastGeneration
+  }
+
+  /**
+   * Keeps an answer whose key was made at `epoch`. Not when a partition was invalidated
+   * in between: its key could name a generation already replaced, whose mark may then
+   * be forgotten before this answer expires. Invalidations are rare beside calls.
+   */
+  set(key: string, answer: CachedAnswer, ttlSeconds: number, epoch = this.lastGeneration): void {
+    if (epoch !== this.lastGeneration) return
+    if (ttlSeconds * 1000 > this.longestTtlMs) this.longestTtlMs = ttlSeconds * 1000
     this.entries.set(key, { ...answer, body: ownCopy(answer.body) }, { ttl: ttlSeconds * 1000 })
   }
 
   /**
    * A value worth keeping between calls (a listing's Total, say), in the same partitions
    * as the answers, so the same invalidation drops it. A value computed across an
-   * invalidation is stored under the old generation and never read.
+   * invalidation is returned but not kept.
    */
   async remember<T>(partition: string, name: string, ttlSeconds: number, compute: () => Promise<T>): Promise<T> {
-    const key = `${partition}\u0000${this.generations.get(partition) ?? 0}\u0000${name}`
+    const key = `${partition}\u0000${this.generationOf(partition)}\u0000${name}`
     const known = this.values.get(key)
     if (known) return known.value as T
+    const epoch = this.lastGeneration
     const value = await compute()
+    if (epoch !== this.lastGeneration) return value
+    if (ttlSeconds * 1000 > this.longestTtlMs) this.longestTtlMs = ttlSeconds * 1000
     this.values.set(key, { value }, { ttl: ttlSeconds * 1000 })
     return value
   }
 
   invalidate(partition: string): void {
-    this.generations.set(partition, (this.generations.get(partition) ?? 0) + 1)
+    const now = this.now()
+    for (const [name, mark] of this.marks) {
+      if (mark.until > now) break
+      this.marks.delete(name)
+    }
+    this.marks.delete(partition)
+    this.marks.set(partition, { generation: ++this.lastGeneration, until: now + this.longestTtlMs })
   }
 
   /** Drops every answer and value (an ACL or group change can alter any key's answers). */
   clear(): void {
     this.entries.clear()
     this.values.clear()
+    // An answer being computed now was computed under the old ACL: not kept either.
+    this.lastGeneration++
   }
 }
 

@@ -15,6 +15,7 @@ export function cacheStage(cache: ResponseCache): Stage {
       const variant = `${exchange.format}\u0000${exchange.queryString}\u0000${exchange.rawBody === undefined ? '' : exchange.rawBody.toString('latin1')}`
       const key = cache.key(exchange.mounted.id, policy.partition(exchange), variant)
       exchange.cacheKey = key
+      exchange.cacheEpoch = cache.epoch
       const hit = cache.get(key)
       if (hit) exchange.answer = { status: hit.status, body: hit.body, contentType: hit.contentType, headers: hit.headers.concat([['X-Cache', 'HIT']]) }
     },
@@ -23,7 +24,7 @@ export function cacheStage(cache: ResponseCache): Stage {
       const policy = exchange.mounted.route.cache
       // Only the handler's own answer: not a hit, not an error.
       if (exchange.cacheKey === null || !policy || exchange.result === undefined || answer.status !== 200) return
-      cache.set(exchange.cacheKey, { ...answer, headers: answer.headers.slice() }, policy.ttlSeconds)
+      cache.set(exchange.cacheKey, { ...answer, headers: answer.headers.slice() }, policy.ttlSeconds, exchange.cacheEpoch)
     },
   }
 }
