@@ -12,7 +12,7 @@ import { routeCatalog } from '../http/routeCatalog.ts'
 import { RouteTable } from '../http/router.ts'
 import { KeyDirectory } from '../auth/keyDirectory.ts'
 import { AuditRetention, defaultAuditRetentionDays } from '../audit/auditRetention.ts'
-import { RateLimits, inMemoryLimiters } from '../limits/rateLimits.ts'
+import { RateLimits, inMemoryLimiters, rateCountsMax } from '../limits/rateLimits.ts'
 import { CreditLedger } from '../limits/credits.ts'
 import { RequestIds } from '../callLog/requestId.ts'
 import { ResponseCache } from '../http/responseCache.ts'
@@ -102,7 +102,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   if (redis) await Promise.all([redis.connected(), redisInvalidation!.start()])
   // In memory, rate counts are bounded per window (twice the loaded keys); the replay
   // memory more generously, since a signature it forgets could be replayed.
-  const limiterStore = redis ? redisLimiters(redis.commands, clock) : options.cluster?.limiters ?? inMemoryLimiters(clock, 2 * config.cache.maxEntries)
+  const limiterStore = redis ? redisLimiters(redis.commands, clock) : options.cluster?.limiters ?? inMemoryLimiters(clock, rateCountsMax(config.cache.maxEntries))
   const rateLimits = new RateLimits(limiterStore)
   const credits = new CreditLedger(db, clock)
   const replayGuard = new ReplayGuard(redis || options.cluster ? limiterStore : inMemoryLimiters(clock, replayMemoryMax))

@@ -38,6 +38,13 @@ const sweepEveryMs = 60_000
 export const defaultMaxCounts = 100_000
 
 /**
+ * Keys one in-memory window counts in a service that keeps `maxEntries` keys loaded:
+ * twice those, and never fewer than `defaultMaxCounts`, so a smaller key cache does not
+ * make a long window (1Hour, 1Mon) forget its counts sooner.
+ */
+export const rateCountsMax = (maxEntries: number): number => Math.max(defaultMaxCounts, 2 * maxEntries)
+
+/**
  * A fixed window counted in this process. Not rate-limiter-flexible's RateLimiterMemory:
  * that one expires each count with a setTimeout, which Node cannot hold beyond 24.8
  * days, so a 1Mon window would reset after every call. Here counts expire by the
@@ -51,8 +58,16 @@ export const defaultMaxCounts = 100_000
 export class MemoryWindowLimiter implements WindowLimiter {
   private readonly counts = new Map<string | number, WindowCount>()
   private nextSweepAt = 0
+  /**
+   * A window's counts are swept at its own pace (at most once a minute): a 1Sec window
+   * keeps about a second's keys, not `maxCounts` long-expired ones waiting for the
+   * minute's sweep (issue 19 goal 4).
+   */
+  private readonly sweepEveryMs: number
 
-  constructor(private readonly points: number, private readonly durationMs: number, private readonly clock: () => number, private readonly maxCounts = defaultMaxCounts) {}
+  constructor(private readonly points: number, private readonly durationMs: number, private readonly clock: () => number, private readonly maxCounts = defaultMaxCounts) {
+    this.sweepEveryMs = Math.min(sweepEveryMs, Math.max(1000, durationMs))
+  }
 
   /** How many keys are counted now (tests check the bound). */
   get size(): number {
@@ -74,7 +89,7 @@ export class MemoryWindowLimiter implements WindowLimiter {
   }
 
   private sweep(now: number): void {
-    this.nextSweepAt = now + sweepEveryMs
+    this.nextSweepAt = now + this.sweepEveryMs
     for (const [key, count] of this.counts) if (count.resetAt <= now) this.counts.delete(key)
   }
 
