@@ -73,6 +73,11 @@ t.test('partition invalidations are forgotten once no older answer can live, and
   t.equal(cache.get(keyOf('key:2'))?.body.toString(), undefined, 'the late answer is out of reach once the mark goes')
   cache.invalidate('key:2')
   t.equal(cache.get(keyOf('key:2')), undefined, 'and stays out of reach after the next change')
+  // A burst of changes, then none: the next answer kept clears the expired marks.
+  for (let keyId = 10; keyId < 110; keyId++) cache.invalidate(`key:${keyId}`)
+  now += 60_001
+  cache.set(keyOf('key:9'), answer('quiet'), 60)
+  t.equal(cache.partitionMarks, 0, 'no marks left after a quiet TTL')
 
   // An answer computed across an invalidation of any partition is not kept.
   const epoch = cache.epoch

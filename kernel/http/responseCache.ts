@@ -80,6 +80,8 @@ export class ResponseCache {
   set(key: string, answer: CachedAnswer, ttlSeconds: number, epoch = this.lastGeneration): void {
     if (epoch !== this.lastGeneration) return
     if (ttlSeconds * 1000 > this.longestTtlMs) this.longestTtlMs = ttlSeconds * 1000
+    // Here too, so a burst of changes followed by none leaves no marks behind.
+    if (this.marks.size > 0) this.forgetExpiredMarks(this.now())
     this.entries.set(key, { ...answer, body: ownCopy(answer.body) }, { ttl: ttlSeconds * 1000 })
   }
 
@@ -102,12 +104,17 @@ export class ResponseCache {
 
   invalidate(partition: string): void {
     const now = this.now()
+    this.forgetExpiredMarks(now)
+    this.marks.delete(partition)
+    this.marks.set(partition, { generation: ++this.lastGeneration, until: now + this.longestTtlMs })
+  }
+
+  // Every mark lasts the longest TTL seen, which only grows: the marks expire in the order they were made.
+  private forgetExpiredMarks(now: number): void {
     for (const [name, mark] of this.marks) {
       if (mark.until > now) break
       this.marks.delete(name)
     }
-    this.marks.delete(partition)
-    this.marks.set(partition, { generation: ++this.lastGeneration, until: now + this.longestTtlMs })
   }
 
   /** Drops every answer and value (an ACL or group change can alter any key's answers). */
