@@ -100,8 +100,9 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const redis = config.redisUrl ? new RedisLink(config.redisUrl, logger) : null
   const redisInvalidation = redis ? new RedisInvalidation(redis, report) : undefined
   if (redis) await Promise.all([redis.connected(), redisInvalidation!.start()])
-  // In memory, rate counts are bounded per window (twice the loaded keys); the replay
-  // memory more generously, since a signature it forgets could be replayed.
+  // In memory, rate counts are bounded per window (rateCountsMax: 100,000 keys, or twice
+  // the loaded keys when more); the replay memory more generously, since a signature it
+  // forgets could be replayed.
   const limiterStore = redis ? redisLimiters(redis.commands, clock) : options.cluster?.limiters ?? inMemoryLimiters(clock, rateCountsMax(config.cache.maxEntries))
   const rateLimits = new RateLimits(limiterStore)
   const credits = new CreditLedger(db, clock)
