@@ -182,10 +182,6 @@ export class KeyDirectory {
     return parsed
   }
 
-  private windowsOf(maxHits: string | null): readonly RateWindow[] {
-    return this.maxHitsOf(maxHits).windows
-  }
-
   /**
    * The tenant-wide MaxHits over a key of (parent, custno): its own tenant's, then, for a
    * customer, its parent's (Custno 0: every customer together). Issue 16.
@@ -200,7 +196,7 @@ export class KeyDirectory {
     const found: TenantQuota[] = []
     for (const tenant of [custno, 0]) {
       const row = rows.find((candidate) => Number(candidate.custno) === tenant)
-      const windows = row ? this.windowsOf(row.max_hits) : noWindows
+      const windows = row ? this.maxHitsOf(row.max_hits).windows : noWindows
       if (windows.length > 0 && !found.some((quota) => quota.custno === tenant)) found.push({ parent, custno: tenant, windows })
     }
     quotas = Object.freeze(found)

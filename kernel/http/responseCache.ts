@@ -78,10 +78,7 @@ export class ResponseCache {
    * be forgotten before this answer expires. Invalidations are rare beside calls.
    */
   set(key: string, answer: CachedAnswer, ttlSeconds: number, epoch = this.lastGeneration): void {
-    if (epoch !== this.lastGeneration) return
-    if (ttlSeconds * 1000 > this.longestTtlMs) this.longestTtlMs = ttlSeconds * 1000
-    // Here too, so a burst of changes followed by none leaves no marks behind.
-    if (this.marks.size > 0) this.forgetExpiredMarks(this.now())
+    if (!this.keeps(epoch, ttlSeconds)) return
     this.entries.set(key, { ...answer, body: ownCopy(answer.body) }, { ttl: ttlSeconds * 1000 })
   }
 
@@ -96,10 +93,20 @@ export class ResponseCache {
     if (known) return known.value as T
     const epoch = this.lastGeneration
     const value = await compute()
-    if (epoch !== this.lastGeneration) return value
-    if (ttlSeconds * 1000 > this.longestTtlMs) this.longestTtlMs = ttlSeconds * 1000
-    this.values.set(key, { value }, { ttl: ttlSeconds * 1000 })
+    if (this.keeps(epoch, ttlSeconds)) this.values.set(key, { value }, { ttl: ttlSeconds * 1000 })
     return value
+  }
+
+  /**
+   * Whether an answer or value made at `epoch` may be kept for `ttlSeconds`; if so, its
+   * TTL is noted for the marks to outlast, and expired marks go (here too, so a burst of
+   * changes followed by none leaves no marks behind).
+   */
+  private keeps(epoch: number, ttlSeconds: number): boolean {
+    if (epoch !== this.lastGeneration) return false
+    if (ttlSeconds * 1000 > this.longestTtlMs) this.longestTtlMs = ttlSeconds * 1000
+    if (this.marks.size > 0) this.forgetExpiredMarks(this.now())
+    return true
   }
 
   invalidate(partition: string): void {
