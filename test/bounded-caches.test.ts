@@ -47,6 +47,44 @@ t.test('cached answers stay within cache.responseBytes, counting their keys and 
   t.ok(answerSize(answer, 'k') > 100 + 1, 'an answer costs more than its body')
 })
 
+t.test('byte-identical cached bodies are kept once, and go with the last answer that uses them', async (t) => {
+  let now = 1_000_000
+  const cache = new ResponseCache(5, 1 << 20, () => now)
+  // Slices of one pooled block, as encoders make them: each kept answer must not pin the block.
+  const pooled = Buffer.from('{"Acl":["/Api/Read/Acl"]}{"Acl":["/Api/Read/Acl"]}')
+  const answer = (body: Buffer) => ({ status: 200, body, contentType: 'application/json', headers: [] as [string, string][] })
+  for (let keyId = 1; keyId <= 4; keyId++) cache.set(cache.key(1, `key:${keyId}`, 'json'), answer(pooled.subarray(0, 25)), 60)
+  t.equal(cache.size, 4)
+  t.equal(cache.sharedBodies, 1, 'four answers, one body')
+  const first = cache.get(cache.key(1, 'key:1', 'json'))!.body
+  t.equal(cache.get(cache.key(1, 'key:4', 'json'))!.body, first, 'the same bytes, the same buffer')
+  t.not(first.buffer, pooled.buffer, 'a copy of its own, not a view of the pooled block')
+  t.equal(first.toString(), '{"Acl":["/Api/Read/Acl"]}')
+  // Same length, other bytes: another body.
+  cache.set(cache.key(1, 'key:5', 'json'), answer(Buffer.from('{"Acl":["/Api/Read/Log"]}')), 60)
+  t.equal(cache.sharedBodies, 2)
+  t.equal(cache.get(cache.key(1, 'key:5', 'json'))!.body.toString(), '{"Acl":["/Api/Read/Log"]}')
+  // Evicted (a sixth answer in five places), replaced, invalidated, expired, cleared: each lets go of its body.
+  cache.set(cache.key(1, 'key:6', 'json'), answer(Buffer.from('other')), 60)
+  t.equal(cache.size, 5)
+  t.equal(cache.sharedBodies, 3)
+  cache.set(cache.key(1, 'key:6', 'json'), answer(Buffer.from('replaced')), 60)
+  t.equal(cache.sharedBodies, 3, 'the replaced body went, its replacement came')
+  now += 60_001
+  for (let keyId = 1; keyId <= 6; keyId++) t.equal(cache.get(cache.key(1, `key:${keyId}`, 'json')), undefined, 'expired or evicted')
+  t.equal(cache.size, 0)
+  t.equal(cache.sharedBodies, 0, 'no body outlives its answers')
+  for (let keyId = 1; keyId <= 3; keyId++) cache.set(cache.key(1, `key:${keyId}`, 'json'), answer(Buffer.from('again')), 60)
+  t.equal(cache.sharedBodies, 1)
+  cache.clear()
+  t.equal(cache.sharedBodies, 0, 'cleared with its answers')
+  // An answer over the whole bound is not kept, and holds no body.
+  const small = new ResponseCache(5, 65_536, () => now)
+  small.set(small.key(1, 'key:1', 'json'), answer(Buffer.alloc(70_000)), 60)
+  t.equal(small.size, 0)
+  t.equal(small.sharedBodies, 0)
+})
+
 t.test('partition invalidations are forgotten once no older answer can live, and never bring one back', async (t) => {
   // Not 0: lru-cache reads a start time of 0 as "no TTL".
   let now = 1_000_000
@@ -108,6 +146,8 @@ t.test('per-key memories stay within their bounds after more distinct keys than 
     const sizes = service.kernel.cacheSizes()
     t.ok(sizes.keys <= maxEntries, `loaded keys ${sizes.keys} <= ${maxEntries}`)
     t.ok(sizes.responses <= maxEntries, `cached answers ${sizes.responses} <= ${maxEntries}`)
+    // The keys share their groups, so their ACL answers are the same bytes, kept once.
+    t.equal(sizes.responseBodies, 1, `${sizes.responses} cached answers share one body`)
     // Two windows per key, each bounded (the bound itself is checked on a window above).
     t.ok(sizes.rateCounts <= 2 * rateCountsMax(maxEntries), `rate counts ${sizes.rateCounts} <= ${2 * rateCountsMax(maxEntries)}`)
     t.ok(sizes.rateCounts > 0, 'the calls were counted')

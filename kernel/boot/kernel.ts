@@ -65,7 +65,7 @@ export interface Kernel {
   readonly daySecret: Buffer
   readonly logger: Logger
   /** How many entries the per-key memories hold now (issue 19: each is bounded; tests check it). */
-  cacheSizes(): { keys: number; accessProfiles: number; responses: number; rateCounts: number; signatures: number; partitionMarks: number }
+  cacheSizes(): { keys: number; accessProfiles: number; responses: number; responseBodies: number; rateCounts: number; signatures: number; partitionMarks: number }
   /** The mounted routes, by plugin: what this instance answers. */
   routes(): { plugin: string; method: string; path: string; dayCode: boolean; hasBody: boolean }[]
   listen(): Promise<{ port: number; url: string }>
@@ -192,7 +192,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     createdRootKey,
     daySecret,
     logger,
-    cacheSizes: () => ({ ...keys.sizes, responses: cache.size, rateCounts: rateLimits.counted, signatures: signatures.size, partitionMarks: cache.partitionMarks }),
+    cacheSizes: () => ({ ...keys.sizes, responses: cache.size, responseBodies: cache.sharedBodies, rateCounts: rateLimits.counted, signatures: signatures.size, partitionMarks: cache.partitionMarks }),
     routes: () => routes.routes().map(({ plugin, route }) => ({ plugin, method: route.method, path: route.path, dayCode: route.dayCode === true, hasBody: route.body !== undefined })),
     async listen() {
       await metrics.listen(config.metrics)

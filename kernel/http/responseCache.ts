@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache'
+import { SharedBodies } from './sharedBodies.ts'
 
 export interface CachedAnswer {
   status: number
@@ -30,9 +31,11 @@ export class ResponseCache {
   private lastGeneration = 0
   private longestTtlMs = 0
   private readonly values: LRUCache<string, { value: unknown }>
+  /** Byte-identical bodies kept once (many keys with the same groups get the same ACL answer). */
+  private readonly bodies = new SharedBodies()
 
   /** `now`: the clock of the answers' TTLs and of the marks, one clock for both (tests pass a fake one). */
-  constructor(maxEntries: number, maxBytes: number, private readonly now: () => number = performance.now.bind(performance)) {
+  constructor(maxEntries: number, private readonly maxBytes: number, private readonly now: () => number = performance.now.bind(performance)) {
     // ttlResolution 0: read the clock each time rather than keep a reading for a millisecond.
     const clock = { perf: { now }, ttlResolution: 0 }
     this.values = new LRUCache({ max: 10_000, ...clock })
@@ -42,12 +45,19 @@ export class ResponseCache {
       maxSize: maxBytes,
       sizeCalculation: answerSize,
       ttlAutopurge: false,
+      // Every way out (evicted, expired, replaced, deleted, cleared): the body has one user fewer.
+      dispose: (answer) => this.bodies.release(answer.body),
     })
   }
 
   /** Answers held now (bounded by maxEntries and maxBytes). */
   get size(): number {
     return this.entries.size
+  }
+
+  /** Distinct bodies the held answers share (at most `size`). */
+  get sharedBodies(): number {
+    return this.bodies.size
   }
 
   /** Partitions invalidated recently enough that an older answer may still be cached (bounded by time). */
@@ -78,8 +88,10 @@ export class ResponseCache {
    * be forgotten before this answer expires. Invalidations are rare beside calls.
    */
   set(key: string, answer: CachedAnswer, ttlSeconds: number, epoch = this.lastGeneration): void {
-    if (!this.keeps(epoch, ttlSeconds)) return
-    this.entries.set(key, { ...answer, body: ownCopy(answer.body) }, { ttl: ttlSeconds * 1000 })
+    // An answer larger than the whole bound is not kept (the LRU would refuse it without a word).
+    if (!this.keeps(epoch, ttlSeconds) || answerSize(answer, key) > this.maxBytes) return
+    // Counted at its full size even when its body is shared: the bound holds whatever the mix.
+    this.entries.set(key, { ...answer, body: this.bodies.share(answer.body) }, { ttl: ttlSeconds * 1000 })
   }
 
   /**
@@ -146,16 +158,4 @@ export function answerSize(answer: CachedAnswer, key: string): number {
   let size = answer.body.length + key.length + entryOverheadBytes
   for (const [name, value] of answer.headers) size += name.length + value.length + 64
   return size
-}
-
-/**
- * A small answer is usually a slice of one of Node's shared 8 KiB pool blocks: cached as
- * it is, a few hundred bytes would keep the whole block alive for the entry's lifetime
- * (issue 19, goal 4). The cache keeps a buffer of its own instead.
- */
-function ownCopy(body: Buffer): Buffer {
-  if (body.byteLength === body.buffer.byteLength) return body
-  const copy = Buffer.allocUnsafeSlow(body.byteLength)
-  body.copy(copy)
-  return copy
 }
