@@ -5,6 +5,9 @@
  * no more than their bounds, and every call was still answered correctly.
  */
 import t from 'tap'
+import { spawnSync } from 'node:child_process'
+import { dirname, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { loadConfig } from '../kernel/boot/config.ts'
 import { MemoryWindowLimiter, rateCountsMax } from '../kernel/limits/rateLimits.ts'
 import { answerSize, ResponseCache } from '../kernel/http/responseCache.ts'
@@ -157,4 +160,28 @@ t.test('per-key memories stay within their bounds after more distinct keys than 
     const again = await service.call('GET', '/Api/Read/Acl', { key: keys[0] })
     t.equal(again.status, 200, 'an evicted key is loaded again')
   })
+})
+
+t.test('a service on SQLite without Redis loads neither the MySQL driver nor the Redis client', async (t) => {
+  // In a process of its own: this one may have loaded both for other tests.
+  const script = `
+    import { mkdtempSync, rmSync } from 'node:fs'
+    import { createRequire } from 'node:module'
+    import { tmpdir } from 'node:os'
+    import { join } from 'node:path'
+    const { loadConfig } = await import('./kernel/boot/config.ts')
+    const { createKernel } = await import('./kernel/boot/kernel.ts')
+    const { silentLogger } = await import('./kernel/observe/logger.ts')
+    const dataDir = mkdtempSync(join(tmpdir(), 'kg-footprint-'))
+    const kernel = await createKernel({ config: loadConfig({}, { DATA_DIR: dataDir, PORT: '0' }), logger: silentLogger() })
+    await kernel.listen()
+    const loaded = Object.keys(createRequire(import.meta.url).cache)
+    console.log(JSON.stringify(['better-sqlite3', 'mysql2', 'ioredis'].map((name) => loaded.some((path) => path.includes('/node_modules/' + name + '/')))))
+    await kernel.close()
+    rmSync(dataDir, { recursive: true, force: true })
+  `
+  const repository = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+  const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: repository, encoding: 'utf8' })
+  t.equal(child.status, 0, child.stderr)
+  t.same(JSON.parse(child.stdout.trim().split('\n').pop()!), [true, false, false], 'SQLite loaded; mysql2 and ioredis not')
 })

@@ -1,4 +1,5 @@
-import { Redis } from 'ioredis'
+import { createRequire } from 'node:module'
+import type { Redis } from 'ioredis'
 import type { Logger } from '../observe/logger.ts'
 import { maskedUrl } from '../boot/config.ts'
 
@@ -25,6 +26,8 @@ export class RedisLink {
       retryStrategy: (attempt: number) => Math.min(attempt * 200, 2000),
       lazyConnect: false,
     }
+    // Loaded only here: a service without Redis does not carry the client's code (about 10 MB of RSS).
+    const { Redis } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis')
     this.commands = new Redis(url, options)
     // The subscriber keeps its offline queue: its SUBSCRIBE is replayed on every reconnect.
     this.subscriber = new Redis(url, { ...options, enableOfflineQueue: true, maxRetriesPerRequest: null })

@@ -1,9 +1,10 @@
 import { chmodSync, mkdirSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { Kysely, MysqlDialect, SqliteDialect, sql, type CreateTableBuilder, type Insertable } from 'kysely'
 import SQLite from 'better-sqlite3'
 import { LRUCache } from 'lru-cache'
-import { createPool, type PoolOptions } from 'mysql2'
+import type { PoolOptions } from 'mysql2'
 import type { CoreTables } from './coreTables.ts'
 import { sqliteWriterThread } from './sqliteWriterThread.ts'
 import { mysqlWriterThread } from './mysqlWriterThread.ts'
@@ -155,6 +156,8 @@ export function mysqlPoolOptions(url: string): PoolOptions {
 
 function openMysql(url: string): Database {
   const options = mysqlPoolOptions(url)
+  // Loaded only here: a service on SQLite does not carry the MySQL driver's code (about 10 MB of RSS).
+  const { createPool } = createRequire(import.meta.url)('mysql2') as typeof import('mysql2')
   const pool = createPool(options)
   const db = new Kysely<CoreTables>({ dialect: new MysqlDialect({ pool }) })
   const writer = mysqlWriterThread(options)
