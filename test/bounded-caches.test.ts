@@ -86,6 +86,9 @@ t.test('byte-identical cached bodies are kept once, and go with the last answer 
   small.set(small.key(1, 'key:1', 'json'), answer(Buffer.alloc(70_000)), 60)
   t.equal(small.size, 0)
   t.equal(small.sharedBodies, 0)
+  const owned = Buffer.alloc(5000, 'p')
+  small.set(small.key(1, 'key:1', 'json'), answer(owned), 60)
+  t.equal(small.get(small.key(1, 'key:1', 'json'))!.body, owned, 'a body with memory of its own is kept as it is, not copied')
 })
 
 t.test('partition invalidations are forgotten once no older answer can live, and never bring one back', async (t) => {

@@ -16,9 +16,9 @@ export class SharedBodies {
   }
 
   /**
-   * The kept body with these bytes (one more user), or a new copy of its own: a small
-   * body is usually a slice of one of Node's shared 8 KiB pool blocks, and kept as it
-   * is it would keep the whole block alive.
+   * The kept body with these bytes (one more user), or this one, kept: as it is when it
+   * owns its memory, else as a copy (a small body is usually a slice of one of Node's
+   * shared 8 KiB pool blocks, and kept as it is it would keep the whole block alive).
    */
   share(body: Buffer): Buffer {
     const digest = digestOf(body)
@@ -31,15 +31,14 @@ export class SharedBodies {
         }
       }
     }
-    const copy = Buffer.allocUnsafeSlow(body.byteLength)
-    body.copy(copy)
+    const kept = body.byteLength === body.buffer.byteLength ? body : ownCopy(body)
     // Many different bodies with one digest (same length, same sampled bytes) are not
     // worth a longer search: past a few, a body is kept unshared (release ignores it).
-    if (bucket !== undefined && bucket.length >= bucketMax) return copy
+    if (bucket !== undefined && bucket.length >= bucketMax) return kept
     if (bucket === undefined) this.byDigest.set(digest, bucket = [])
-    bucket.push({ body: copy, users: 1 })
+    bucket.push({ body: kept, users: 1 })
     this.count++
-    return copy
+    return kept
   }
 
   /** One user fewer: the body goes with its last. */
@@ -53,6 +52,12 @@ export class SharedBodies {
     this.count--
     if (bucket.length === 0) this.byDigest.delete(digest)
   }
+}
+
+function ownCopy(body: Buffer): Buffer {
+  const copy = Buffer.allocUnsafeSlow(body.byteLength)
+  body.copy(copy)
+  return copy
 }
 
 interface SharedBody {
