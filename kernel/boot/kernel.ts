@@ -17,6 +17,7 @@ import { CreditLedger } from '../limits/credits.ts'
 import { RequestIds } from '../callLog/requestId.ts'
 import { ResponseCache } from '../http/responseCache.ts'
 import { CallLog } from '../callLog/callLog.ts'
+import { withSharedAnswers } from '../callLog/sharedAnswers.ts'
 import { createServer } from '../http/server.ts'
 import type { ClusterLink } from './cluster.ts'
 import { invalidation, keyPartition } from './invalidation.ts'
@@ -113,7 +114,10 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   idempotency.startPurging(10 * 60_000, report)
   const requestIds = new RequestIds(nodes.nodeId, clock)
   const cache = new ResponseCache(config.cache.maxEntries, config.cache.responseBytes)
-  const callLog = new CallLog(db, config.log, clock, report, nodes.nodeId, (rows) => database.insertMany('api_log', rows))
+  const callLog = new CallLog(db, config.log, clock, report, nodes.nodeId, (batch) => {
+    const { rows, texts } = withSharedAnswers(batch)
+    return database.insertMany('api_log', rows, { table: 'api_log_body', texts })
+  })
   requestIds.resumeAfter(await callLog.lastId())
   followNodeId(nodes, requestIds, () => callLog.lastId(), report)
   callLog.startPurging()

@@ -28,6 +28,11 @@ export class CallLogReads {
       await new Promise((resolve) => setTimeout(resolve, this.options.flushMs * 2 + 20))
       row = await read()
     }
+    if (row && row.response === null && row.response_digest !== null) {
+      // A shared answer (sharedAnswers.ts): its text is kept once, beside the records.
+      const shared = await this.db.selectFrom('api_log_body').select('body').where('digest', '=', row.response_digest).executeTakeFirst()
+      row = { ...row, response: shared?.body ?? null }
+    }
     return row ? toLogRecord(row) : undefined
   }
 

@@ -17,9 +17,9 @@ export function responseText(response: string | Uint8Array | null | undefined): 
   return typeof response === 'string' ? response : Buffer.from(response.buffer, response.byteOffset, response.byteLength).toString('utf8')
 }
 
-/** The row as a plain insert takes it: its response as text. */
+/** The row as a plain insert takes it: its response as text, kept in the row (not shared: sharedAnswers.ts). */
 export function storedRow(row: LogRow): Insertable<CoreTables['api_log']> {
-  return row.response instanceof Uint8Array ? { ...row, response: responseText(row.response) } : (row as Insertable<CoreTables['api_log']>)
+  return row.response instanceof Uint8Array ? { ...row, response: responseText(row.response), response_digest: null } : (row as Insertable<CoreTables['api_log']>)
 }
 
 /**

@@ -67,11 +67,23 @@ export class CallLogRetention {
           http_user_agent: null,
           raw_request: null,
           response: eb.case().when('response_code', '>=', 400).then(eb.ref('response')).else(null).end(),
+          response_digest: null,
           detail_until: 0,
         }))
         .where('id', 'in', rows.map((row) => row.id)).execute()
       detailsCleared += rows.length
       if (rows.length < batch || this.closed) break
+      await betweenBatches()
+    }
+    // Shared answers (sharedAnswers.ts) no record may show any more. The condition is
+    // repeated in the delete: a batch written meanwhile may have kept a text longer.
+    for (;;) {
+      if (this.closed) break
+      const texts = await this.db.selectFrom('api_log_body').select('digest')
+        .where('keep_until', '<=', now).orderBy('keep_until').limit(batch).execute()
+      if (texts.length === 0) break
+      await this.db.deleteFrom('api_log_body').where('digest', 'in', texts.map((text) => text.digest)).where('keep_until', '<=', now).execute()
+      if (texts.length < batch) break
       await betweenBatches()
     }
     const oldest = firstIdAt(now - this.options.recordDays * 86_400_000)

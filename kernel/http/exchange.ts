@@ -50,6 +50,8 @@ export class Exchange implements Call<unknown, Record<string, unknown>> {
   /** The Idempotency-Key this call claimed: its answer is stored for the key's retries. */
   idempotencyKey: string | null = null
   answer: Answer | null = null
+  /** The answer is the response cache's: its body is the cache's own buffer, shared by every call that got it. */
+  fromCache = false
   /** The handler's answer before encoding (kept for a level-2 log of CSV/XML calls). */
   result: unknown = undefined
   readonly startedAt: number

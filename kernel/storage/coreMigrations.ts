@@ -185,5 +185,19 @@ export function coreMigrations(dialect: Dialect): Migrations {
         await db.schema.alterTable('tenant_entitlements').addColumn('max_hits', 'varchar(255)').execute()
       },
     },
+    '0009-shared-answers': {
+      async up(db) {
+        // Issue 19, goal 2: a level-2 record of an answer served from the response cache
+        // names the answer by its digest; the answer's text is kept once (callLog/sharedAnswers.ts).
+        const longText = dialect === 'mysql' ? sql`mediumtext` : sql`text`
+        await db.schema.alterTable('api_log').addColumn('response_digest', 'varchar(64)').execute()
+        await table(db, 'api_log_body')
+          .addColumn('digest', 'varchar(64)', (c) => c.primaryKey())
+          .addColumn('body', longText, (c) => c.notNull())
+          .addColumn('keep_until', 'bigint', (c) => c.notNull())
+          .execute()
+        await db.schema.createIndex('api_log_body_keep_until').on('api_log_body').column('keep_until').execute()
+      },
+    },
   }
 }

@@ -102,6 +102,15 @@ export interface CoreTables {
     detail_until: number
     /** Which secret signed the call: 'current', 'previous' (during a rotation's overlap) or null. */
     signed_with: string | null
+    /** A level-2 answer served from the response cache: `response` is null and its text is in api_log_body. */
+    response_digest: string | null
+  }
+  /** Answers logged at level 2 kept once by their digest, while any record may still show them. */
+  api_log_body: {
+    digest: string
+    body: string
+    /** The latest detail_until of a record that names it: deleted after it. */
+    keep_until: number
   }
   /** Stored answers of writes sent with an Idempotency-Key (status 0: still running). */
   api_idempotency: {

@@ -15,6 +15,16 @@ export type Dialect = 'sqlite' | 'mysql'
 /** A row for insertMany: a text column may also be given as its UTF-8 bytes. */
 export type RowWithTextBytes<Row> = { [Column in keyof Row]: Row[Column] | (string extends Row[Column] ? Uint8Array : never) }
 
+/**
+ * A text kept once by its digest beside an insertMany batch (the call log's shared
+ * answers, api_log_body): inserted when new, its keep_until only ever raised.
+ */
+export interface SharedText {
+  digest: string
+  body: string | Uint8Array
+  keep_until: number
+}
+
 /** One database for the kernel and its plugins: a typed Kysely handle over SQLite or MySQL. */
 export interface Database {
   readonly dialect: Dialect
@@ -25,9 +35,14 @@ export interface Database {
    * all), written by a thread with a connection of its own (writerThread.ts): the
    * request thread only hands over the values. All rows must have the same columns; a
    * text column may be given as bytes (a Uint8Array), written as their UTF-8 text.
-   * For hot paths (the call log).
+   * For hot paths (the call log). `shared` texts (digest, body, keep_until) are upserted
+   * into their table in the same transaction.
    */
-  insertMany<Table extends keyof CoreTables & string>(table: Table, rows: readonly RowWithTextBytes<Insertable<CoreTables[Table]>>[]): Promise<void>
+  insertMany<Table extends keyof CoreTables & string>(
+    table: Table,
+    rows: readonly RowWithTextBytes<Insertable<CoreTables[Table]>>[],
+    shared?: { table: 'api_log_body'; texts: readonly SharedText[] },
+  ): Promise<void>
   close(): Promise<void>
 }
 
@@ -77,7 +92,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   return {
     dialect: 'sqlite',
     db,
-    insertMany: (table, rows) => handOver(writer, table, rows),
+    insertMany: (table, rows, shared) => handOver(writer, table, rows, shared),
     async close() {
       await writer.stop()
       await db.destroy()
@@ -91,20 +106,26 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
  * a larger buffer (Node's shared pool): a copy would take the whole buffer, so those
  * become text here.
  */
-async function handOver(writer: WriterThread, table: string, rows: readonly object[]): Promise<void> {
+async function handOver(writer: WriterThread, table: string, rows: readonly object[], shared?: { table: string; texts: readonly SharedText[] }): Promise<void> {
   if (rows.length === 0) return
   const columns = Object.keys(rows[0])
   const values: unknown[] = new Array(rows.length * columns.length)
   let at = 0
   for (const row of rows as readonly Record<string, unknown>[]) {
-    for (const column of columns) {
-      const value = row[column] ?? null
-      values[at++] = value instanceof Uint8Array && value.byteLength !== value.buffer.byteLength
-        ? Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('utf8')
-        : value
-    }
+    for (const column of columns) values[at++] = crossing(row[column] ?? null)
   }
-  await writer.insert(table, columns, values)
+  let texts: { table: string; values: unknown[] } | undefined
+  if (shared && shared.texts.length > 0) {
+    texts = { table: shared.table, values: [] }
+    for (const text of shared.texts) texts.values.push(text.digest, crossing(text.body), text.keep_until)
+  }
+  await writer.insert(table, columns, values, texts)
+}
+
+function crossing(value: unknown): unknown {
+  return value instanceof Uint8Array && value.byteLength !== value.buffer.byteLength
+    ? Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('utf8')
+    : value
 }
 
 /**
@@ -179,7 +200,7 @@ function openMysql(url: string): Database {
   return {
     dialect: 'mysql',
     db,
-    insertMany: (table, rows) => handOver(writer, table, rows),
+    insertMany: (table, rows, shared) => handOver(writer, table, rows, shared),
     async close() {
       await writer.stop()
       await db.destroy()

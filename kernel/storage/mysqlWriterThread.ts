@@ -29,19 +29,30 @@ const mysql = require(workerData.driver)
 const pool = mysql.createPool(workerData.options).promise()
 const quote = (identifier) => '\`' + identifier.replaceAll('\`', '\`\`') + '\`'
 
-async function write(table, columns, values) {
-  const width = columns.length
-  const head = 'insert into ' + quote(table) + ' (' + columns.map(quote).join(', ') + ') values '
-  const tuple = '(' + columns.map(() => '?').join(', ') + ')'
-  const chunk = Math.max(1, Math.min(workerData.rowsPerStatement, Math.floor(65535 / width)))
+// mysql2 sends a Buffer as it is; a plain Uint8Array (as a copy across threads arrives) is made one, without copying.
+function asBuffers(values) {
   for (let index = 0; index < values.length; index++) {
     const value = values[index]
     if (value instanceof Uint8Array && !Buffer.isBuffer(value)) values[index] = Buffer.from(value.buffer, value.byteOffset, value.byteLength)
   }
+}
+
+async function write(table, columns, values, shared) {
+  const width = columns.length
+  const head = 'insert into ' + quote(table) + ' (' + columns.map(quote).join(', ') + ') values '
+  const tuple = '(' + columns.map(() => '?').join(', ') + ')'
+  const chunk = Math.max(1, Math.min(workerData.rowsPerStatement, Math.floor(65535 / width)))
+  asBuffers(values)
+  if (shared) asBuffers(shared.values)
   const rows = values.length / width
   const connection = await pool.getConnection()
   try {
     await connection.query('start transaction')
+    if (shared) {
+      // Shared texts (digest, body, keep_until): inserted once, keep_until only raised.
+      const upsert = 'insert into ' + quote(shared.table) + ' (digest, body, keep_until) values (?, ?, ?) on duplicate key update keep_until = greatest(keep_until, values(keep_until))'
+      for (let index = 0; index < shared.values.length; index += 3) await connection.execute(upsert, shared.values.slice(index, index + 3))
+    }
     for (let from = 0; from < rows; from += chunk) {
       const count = Math.min(chunk, rows - from)
       await connection.execute(head + Array(count).fill(tuple).join(', '), values.slice(from * width, (from + count) * width))
@@ -60,8 +71,8 @@ parentPort.on('message', (message) => {
     pool.end().catch(() => undefined).finally(() => process.exit(0))
     return
   }
-  const { sequence, table, columns, values } = message
-  write(table, columns, values).then(
+  const { sequence, table, columns, values, shared } = message
+  write(table, columns, values, shared).then(
     () => parentPort.postMessage({ sequence }),
     (error) => parentPort.postMessage({ sequence, error: { code: error && error.code, message: String((error && error.message) || error) } }),
   )

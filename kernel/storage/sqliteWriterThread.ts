@@ -41,25 +41,46 @@ if (workerData.checkpointEveryMs) {
   checkpoints = setInterval(() => file.pragma('wal_checkpoint(PASSIVE)'), workerData.checkpointEveryMs)
 }
 
+const quote = (identifier) => '"' + identifier.replaceAll('"', '""') + '"'
+// Text given as its UTF-8 bytes (Database.insertMany) is made text here, off the request thread.
+function textsFromBytes(values) {
+  for (let index = 0; index < values.length; index++) {
+    const value = values[index]
+    if (value instanceof Uint8Array) values[index] = Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('utf8')
+  }
+}
+
+// Shared texts (digest, body, keep_until): inserted once, keep_until only raised, and a
+// text already kept that long is not written again.
+const upserts = new Map()
+function upsertFor(table) {
+  let upsert = upserts.get(table)
+  if (!upsert) {
+    upsert = file.prepare('insert into ' + quote(table) + ' (digest, body, keep_until) values (?, ?, ?) on conflict (digest) do update set keep_until = excluded.keep_until where excluded.keep_until > ' + quote(table) + '.keep_until')
+    upserts.set(table, upsert)
+  }
+  return upsert
+}
+
 // Prepared once per table and column list; identifiers are the kernel's, values are bound.
 const inserters = new Map()
 function inserterFor(table, columns) {
   const name = table + '(' + columns.join(',') + ')'
   let inserter = inserters.get(name)
   if (inserter) return inserter
-  const quote = (identifier) => '"' + identifier.replaceAll('"', '""') + '"'
   const tuple = '(' + columns.map(() => '?').join(', ') + ')'
   const insertOf = (count) => file.prepare('insert into ' + quote(table) + ' (' + columns.map(quote).join(', ') + ') values ' + Array(count).fill(tuple).join(', '))
   const width = columns.length
   const chunk = Math.max(1, Math.min(workerData.rowsPerStatement, Math.floor(32766 / width)))
   const single = insertOf(1)
   const several = chunk > 1 ? insertOf(chunk) : single
-  inserter = file.transaction((values) => {
-    // Text given as its UTF-8 bytes (Database.insertMany) is made text here, off the request thread.
-    for (let index = 0; index < values.length; index++) {
-      const value = values[index]
-      if (value instanceof Uint8Array) values[index] = Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('utf8')
+  inserter = file.transaction((values, shared) => {
+    if (shared) {
+      textsFromBytes(shared.values)
+      const upsert = upsertFor(shared.table)
+      for (let index = 0; index < shared.values.length; index += 3) upsert.run(shared.values[index], shared.values[index + 1], shared.values[index + 2])
     }
+    textsFromBytes(values)
     const rows = values.length / width
     let row = 0
     for (; row + chunk <= rows; row += chunk) several.run(values.slice(row * width, (row + chunk) * width))
@@ -75,9 +96,9 @@ parentPort.on('message', (message) => {
     file.close()
     process.exit(0)
   }
-  const { sequence, table, columns, values } = message
+  const { sequence, table, columns, values, shared } = message
   try {
-    inserterFor(table, columns).immediate(values)
+    inserterFor(table, columns).immediate(values, shared)
     parentPort.postMessage({ sequence })
   } catch (error) {
     parentPort.postMessage({ sequence, error: { code: error && error.code, message: String((error && error.message) || error) } })

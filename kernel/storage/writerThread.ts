@@ -2,7 +2,9 @@ import { Worker } from 'node:worker_threads'
 
 /**
  * What runs in a writer thread: CommonJS source (eval'd, so the same under tsx and from
- * dist/) that answers each `{ sequence, table, columns, values }` with `{ sequence }`
+ * dist/) that answers each `{ sequence, table, columns, values, shared? }` (shared: `{
+ * table, values }`, flat digest, body, keep_until triples to upsert in the same
+ * transaction, keep_until only raised) with `{ sequence }`
  * once the rows are committed, or `{ sequence, error: { code, message } }`, and ends
  * itself on `{ close: true }`.
  */
@@ -47,14 +49,14 @@ export class WriterThread {
   }
 
   /** Writes `values` (rows of `columns.length` values each, flat) into `table`, in one transaction. */
-  insert(table: string, columns: readonly string[], values: readonly unknown[]): Promise<void> {
+  insert(table: string, columns: readonly string[], values: readonly unknown[], shared?: { table: string; values: readonly unknown[] }): Promise<void> {
     if (this.stopped) return Promise.reject(this.outage('the writer thread is stopped'))
     const worker = this.worker ?? this.spawn()
     const sequence = ++this.sequence
     return new Promise<void>((resolve, reject) => {
       if (this.waiting.size === 0) worker.ref()
       this.waiting.set(sequence, { resolve, reject })
-      worker.postMessage({ sequence, table, columns, values })
+      worker.postMessage({ sequence, table, columns, values, shared })
     })
   }
 

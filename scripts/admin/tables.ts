@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely'
 import type { Dialect } from '../../kernel/storage/database.ts'
 
 /** The kernel's tables in an order that satisfies their references; plugin tables follow, by name. */
-const kernelOrder = ['kernel_settings', 'api_acl', 'api_groups', 'api_group_acl', 'api_keys', 'api_key_groups', 'api_log']
+const kernelOrder = ['kernel_settings', 'api_acl', 'api_groups', 'api_group_acl', 'api_keys', 'api_key_groups', 'api_log', 'api_log_body']
 
 /** Kysely's migration bookkeeping: each database keeps its own, made by migrating it. */
 function isBookkeeping(table: string): boolean {

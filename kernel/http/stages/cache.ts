@@ -17,7 +17,9 @@ export function cacheStage(cache: ResponseCache): Stage {
       exchange.cacheKey = key
       exchange.cacheEpoch = cache.epoch
       const hit = cache.get(key)
-      if (hit) exchange.answer = { status: hit.status, body: hit.body, contentType: hit.contentType, headers: hit.headers.concat([['X-Cache', 'HIT']]) }
+      if (!hit) return
+      exchange.answer = { status: hit.status, body: hit.body, contentType: hit.contentType, headers: hit.headers.concat([['X-Cache', 'HIT']]) }
+      exchange.fromCache = true
     },
     after(exchange) {
       const answer = exchange.answer!

@@ -6,6 +6,7 @@ import type { Stage } from '../pipeline.ts'
 import { plainAddress } from '../transport.ts'
 import { headerRedaction } from '../../callLog/headerRedaction.ts'
 import { clientAddress } from '../clientAddress.ts'
+import { AnswerDigests } from '../../callLog/sharedAnswers.ts'
 
 const maxStoredBody = 64 * 1024
 
@@ -48,7 +49,8 @@ function rawRequest(request: IncomingMessage, body: Buffer | undefined, redacted
  * The answer as logged at level 2: the handler's value as JSON (whatever format it was
  * sent in, so a log reader gets the value back, and secret fields redacted); an answer
  * served from the response cache has no value at hand and is kept as sent: its bytes,
- * referenced (the cache's buffer is never written again), made text off this thread.
+ * referenced (the cache's buffer is never written again), made text off this thread,
+ * and stored once for all the records that name it (callLog/sharedAnswers.ts).
  */
 function loggedAnswer(exchange: Exchange, body: Buffer): string | Buffer {
   if (exchange.result !== undefined) return clip(JSON.stringify(exchange.result, withoutSecrets))
@@ -69,6 +71,7 @@ function callLogger(callLog: CallLog, config: Config, isSecure: (request: Incomi
   const serverName = config.serverName
   const redacted = headerRedaction(config.log.redactHeaders ?? [])
   const clientAddressOf = clientAddress(new Set(config.trustProxy))
+  const digests = new AnswerDigests()
   return (exchange: Exchange, status: number, body: Buffer, format: string): void => {
     const request = exchange.request
     const level = logLevelOf(exchange)
@@ -76,6 +79,7 @@ function callLogger(callLog: CallLog, config: Config, isSecure: (request: Incomi
     const detailed = level >= 2
     const failed = status >= 400
     const socket = request.socket
+    const response = failed ? clip(body.toString('utf8')) : detailed ? loggedAnswer(exchange, body) : null
     const row: LogRow = {
       id: exchange.requestId,
       key_id: exchange.caller.anonymous ? null : exchange.caller.id,
@@ -93,12 +97,13 @@ function callLogger(callLog: CallLog, config: Config, isSecure: (request: Incomi
       http_user_agent: detailed ? (request.headers['user-agent'] ?? null) : null,
       raw_request: detailed ? rawRequest(request, exchange.rawBody, redacted) : null,
       response_code: status,
-      response: failed ? clip(body.toString('utf8')) : detailed ? loggedAnswer(exchange, body) : null,
+      response,
       response_format: failed ? 'text' : format,
       seconds: Math.round(performance.now() - exchange.startedTick) / 1000,
       bandwidth: (exchange.rawBody?.length ?? 0) + body.length,
       detail_until: detailed ? callLog.detailUntil(exchange.startedAt, exchange.caller.logRaw) : 0,
       signed_with: exchange.signedWith,
+      response_digest: response === body && exchange.fromCache ? digests.of(body) : null,
     }
     callLog.append(row)
   }
