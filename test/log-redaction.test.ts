@@ -2,10 +2,12 @@
  * Issue 12, item 5: LogLevel 2 stores the raw request with every header that carries a
  * credential redacted: Cookie, Set-Cookie, Proxy-Authorization, any kind of
  * Authorization, token/API-key style headers, and those named in `log.redactHeaders`.
+ * Raw_Request is checked, text for text, against a reference built without a prototype.
  */
 import t from 'tap'
 import { forEachDatabase, startService } from './helpers/service.ts'
 import { loadConfig } from '../kernel/boot/config.ts'
+import { rawRequest } from '../kernel/http/stages/log.ts'
 
 t.test('credential headers are redacted from Raw_Request; others are kept', (t) =>
   forEachDatabase(t, async (t, kind) => {
@@ -61,4 +63,50 @@ t.test('headers are still judged one by one after a client has sent hundreds of 
 t.test('log.redactHeaders: an array of header names, default empty', async (t) => {
   t.same(loadConfig({}, {}).log.redactHeaders, [])
   t.throws(() => loadConfig({ log: { ...loadConfig({}, {}).log, redactHeaders: ['Bad Header:'] } }, {}), { message: /^invalid setting log.redactHeaders.0: must match pattern/ })
+})
+
+t.test('Raw_Request keeps every header as sent: repeats, odd text, __proto__ and constructor, many lines', async (t) => {
+  const redacted = (name: string) => name === 'x-apikey' || name === 'cookie'
+  const request = (rawHeaders: string[], method = 'POST', url = '/v1.0/Api/Read/Log?x="1"') => ({ method, url, rawHeaders })
+  // What the text must equal: every line as sent, names lower-cased, repeats as arrays in order.
+  const reference = (rawHeaders: string[], method: string, url: string, body: string) => {
+    const headers: Record<string, string | string[]> = Object.create(null)
+    for (let index = 0; index < rawHeaders.length; index += 2) {
+      const name = rawHeaders[index].toLowerCase()
+      const value = redacted(name) ? '[redacted]' : rawHeaders[index + 1]
+      const earlier = headers[name]
+      headers[name] = earlier === undefined ? value : Array.isArray(earlier) ? [...earlier, value] : [earlier, value]
+    }
+    return JSON.stringify({ method, url, headers, body })
+  }
+
+  const simple = JSON.parse(rawRequest(request(['Host', 'a:1', 'X-ApiKey', 'k', 'X-LogLevel', '2']), Buffer.from('{"a":"\u00e9"}'), redacted))
+  t.same(simple, { method: 'POST', url: '/v1.0/Api/Read/Log?x="1"', headers: { host: 'a:1', 'x-apikey': '[redacted]', 'x-loglevel': '2' }, body: '{"a":"\u00e9"}' })
+  t.same(Object.keys(simple.headers), ['host', 'x-apikey', 'x-loglevel'], 'in the order sent')
+  t.same(JSON.parse(rawRequest(request(['Accept', 'a', 'accept', 'b', 'Cookie', 's=1', 'ACCEPT', 'c', 'cookie', 's=2']), undefined, redacted)).headers,
+    { accept: ['a', 'b', 'c'], cookie: ['[redacted]', '[redacted]'] }, 'a repeated name: an array, credentials still redacted')
+  const proto = JSON.parse(rawRequest(request(['__proto__', '{"polluted":1}', 'X-A', '1']), undefined, redacted))
+  t.same(Object.keys(proto.headers), ['__proto__', 'x-a'], 'a header named __proto__ is kept as a header')
+  t.equal(Object.getPrototypeOf(proto.headers), Object.prototype)
+  const odd = ['X-Quote', 'say "hi" \\ there', 'X-Latin', 'caf\u00e9 \u00ff\t\u0085', 'X-Json', '{"a":[1]}']
+  t.equal(rawRequest(request(odd), undefined, redacted), reference(odd, 'POST', '/v1.0/Api/Read/Log?x="1"', ''), 'quotes, backslashes, latin1 and tabs')
+  const many = Array.from({ length: 40 }, (_, index) => [`X-H${index % 35}`, `v${index}`]).flat()
+  t.equal(rawRequest(request(many), undefined, redacted), reference(many, 'POST', '/v1.0/Api/Read/Log?x="1"', ''), 'forty lines, some repeated')
+  const long = Buffer.from('x'.repeat(70_000))
+  t.match(JSON.parse(rawRequest(request([]), long, redacted)), { headers: {}, body: /^x{65536}\.\.\.\[4464 more characters\]$/ }, 'no headers; the body clipped at 64 KiB')
+
+  // Random header sets from a few names (so repeats come and go) against the reference, text for text.
+  const pool = ['Host', 'Accept', 'accept', 'X-ApiKey', 'Cookie', 'X-Trace', 'User-Agent', '__proto__', 'constructor']
+  let seed = 7
+  const next = (below: number) => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) % below
+  for (let round = 0; round < 300; round++) {
+    const headers = Array.from({ length: next(12) }, () => [pool[next(pool.length)], `v"${next(1000)}\u00e9`]).flat()
+    const body = round % 3 === 0 ? '' : `{"n":${round}}`
+    const text = rawRequest(request(headers, 'GET', `/r/${round}`), body === '' ? undefined : Buffer.from(body), redacted)
+    if (text !== reference(headers, 'GET', `/r/${round}`, body)) {
+      t.fail(`round ${round}: ${JSON.stringify(headers)} gave ${text}`)
+      return
+    }
+  }
+  t.pass('300 random header sets: the same text as the reference')
 })
