@@ -10,6 +10,7 @@ import t from 'tap'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
 import { insertKey, type TestKey } from './helpers/keys.ts'
 import { CallLog } from '../kernel/callLog/callLog.ts'
+import { withSharedAnswers } from '../kernel/callLog/sharedAnswers.ts'
 
 const digestOf = (text: string) => createHash('sha256').update(text).digest('base64url')
 
@@ -153,3 +154,19 @@ t.test('a record written without the shared path keeps its own copy of the answe
     t.same(await db.selectFrom('api_log_body').selectAll().execute(), [], 'nothing shared')
   }),
 )
+
+t.test('a batch as written: each text once, in digest order, kept the longest; the queued rows untouched', async (t) => {
+  const a = Buffer.from('{"a":1}')
+  const b = Buffer.from('{"b":2}')
+  const row = (id: number, response: string | Buffer | null, digest: string | null, detailUntil: number) =>
+    ({ id, request_time: 1, request_method: 'GET', api_function: '/x', response_code: 200, response, response_digest: digest, seconds: 0, bandwidth: 0, detail_until: detailUntil })
+  const batch = [row(1, b, 'B', 10), row(2, a, 'A', 30), row(3, '{"own":true}', null, 20), row(4, b, 'B', 50), row(5, a, 'A', 5)]
+  const before = batch.map((each) => ({ ...each }))
+  const { rows, texts } = withSharedAnswers(batch)
+  t.same(rows.map((each) => [each.id, each.response, each.response_digest]), [[1, null, 'B'], [2, null, 'A'], [3, '{"own":true}', null], [4, null, 'B'], [5, null, 'A']])
+  t.same(texts, [{ digest: 'A', body: a, keep_until: 30 }, { digest: 'B', body: b, keep_until: 50 }], 'one text a digest, in digest order, the latest detail_until')
+  t.same(batch, before, 'the queue\'s rows keep their bytes (read-your-writes until written)')
+  const plain = [row(6, null, null, 0)]
+  t.equal(withSharedAnswers(plain).rows, plain, 'a batch with nothing shared is written as it is')
+  t.same(withSharedAnswers(plain).texts, [])
+})

@@ -45,5 +45,7 @@ export function withSharedAnswers(batch: readonly LogRow[]): { rows: readonly Lo
     if (known === undefined) texts.set(digest, { digest, body: row.response, keep_until: row.detail_until })
     else if (row.detail_until > known.keep_until) known.keep_until = row.detail_until
   }
-  return { rows: rows ?? batch, texts: [...texts.values()] }
+  // In digest order: processes writing the same texts on MySQL take their row locks in
+  // one order, so they wait for each other rather than deadlock.
+  return { rows: rows ?? batch, texts: [...texts.values()].sort((a, b) => (a.digest < b.digest ? -1 : a.digest > b.digest ? 1 : 0)) }
 }
