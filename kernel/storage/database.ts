@@ -122,6 +122,7 @@ async function handOver(writer: WriterThread, table: string, rows: readonly obje
   await writer.insert(table, columns, values, texts)
 }
 
+/** A value as it is handed to the writer thread (handOver). */
 function crossing(value: unknown): unknown {
   return value instanceof Uint8Array && value.byteLength !== value.buffer.byteLength
     ? Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('utf8')
