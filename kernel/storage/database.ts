@@ -109,10 +109,11 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
 async function handOver(writer: WriterThread, table: string, rows: readonly object[], shared?: { table: string; texts: readonly SharedText[] }): Promise<void> {
   if (rows.length === 0) return
   const columns = Object.keys(rows[0])
-  const values: unknown[] = new Array(rows.length * columns.length)
-  let at = 0
+  // Filled by push, so the array is packed: V8 copies a holey one (`new Array(n)`) to
+  // the thread value by value, about 3.5 times the cost (0.8 against 0.23 µs a row of 23).
+  const values: unknown[] = []
   for (const row of rows as readonly Record<string, unknown>[]) {
-    for (const column of columns) values[at++] = crossing(row[column] ?? null)
+    for (const column of columns) values.push(crossing(row[column] ?? null))
   }
   let texts: { table: string; values: unknown[] } | undefined
   if (shared && shared.texts.length > 0) {
