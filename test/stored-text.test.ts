@@ -7,6 +7,8 @@
  *   could have) is answered 200 in json, xml and csv; XML carries U+FFFD instead.
  * - XML element names made from field names are valid (rate-limit windows such as 1Min).
  * - CSV cells that start a formula after spaces, or with a full-width sign, are neutralised.
+ * - The rule's check (textProblem) names the same first problem as a plain recursive
+ *   reference for random values: it decides clean values in a pass of its own.
  */
 import t from 'tap'
 import Papa from 'papaparse'
@@ -14,6 +16,7 @@ import { sql } from 'kysely'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
 import { insertKey } from './helpers/keys.ts'
 import { encode } from '../kernel/http/encoders.ts'
+import { textProblem, type TextProblem } from '../kernel/http/textRule.ts'
 
 async function peopleCount(service: Service): Promise<number> {
   const row = await sql<{ count: number }>`select count(*) as count from people`.execute(service.kernel.database.db)
@@ -152,3 +155,57 @@ t.test('CSV: formulas after spaces and full-width formula signs are neutralised'
     t.equal(json.json.People[0].FirstName, ' =1+1', 'json is unchanged')
   }),
 )
+
+t.test('textProblem names the first problem in document order, as a plain reference does', (t) => {
+  const controls = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/
+  const lone = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+  const problemOf = (text: string) => (lone.test(text) ? 'is not valid Unicode text' : controls.test(text) ? 'must not contain control characters' : null)
+  function reference(value: unknown, path: (string | number)[] = []): TextProblem | null {
+    if (typeof value === 'string') {
+      const message = problemOf(value)
+      return message ? { path, message } : null
+    }
+    if (Array.isArray(value)) {
+      for (const [index, item] of value.entries()) {
+        const found = reference(item, [...path, index])
+        if (found) return found
+      }
+      return null
+    }
+    if (value !== null && typeof value === 'object') {
+      for (const [name, item] of Object.entries(value)) {
+        const message = problemOf(name)
+        if (message) return { path, message: message.startsWith('is ') ? 'has a field name that is not valid Unicode text' : 'has a field name with control characters' }
+        const found = reference(item, [...path, name])
+        if (found) return found
+      }
+    }
+    return null
+  }
+
+  // Mostly clean text, sometimes a control character, a surrogate pair or half of one.
+  const pieces = ['a', 'Zoë', ' ', '\t', '\n', '\r', '\u0001', '\u007f', '\u001f', '\ud83d\ude00', '\ud83d', '\ude00', '\uffff', '\u0085']
+  let seed = 11
+  const next = (below: number) => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) % below
+  const text = () => Array.from({ length: next(5) }, () => pieces[next(10) < 2 ? next(3) : next(pieces.length)]).join('')
+  const value = (depth: number): unknown => {
+    const kind = depth > 3 ? next(3) : next(5)
+    if (kind === 0) return text()
+    if (kind === 1) return next(2) === 0 ? next(100) : null
+    if (kind === 2) return next(2) === 0
+    if (kind === 3) return Array.from({ length: next(4) }, () => value(depth + 1))
+    return Object.fromEntries(Array.from({ length: next(4) }, () => [text(), value(depth + 1)]))
+  }
+  let refused = 0
+  for (let round = 0; round < 2000; round++) {
+    const sample = value(0)
+    const expected = reference(sample)
+    if (expected) refused++
+    if (JSON.stringify(textProblem(sample)) !== JSON.stringify(expected)) {
+      t.fail(`round ${round}: ${JSON.stringify(sample)} gave ${JSON.stringify(textProblem(sample))}, expected ${JSON.stringify(expected)}`)
+      return t.end()
+    }
+  }
+  t.ok(refused > 100 && refused < 1900, `both kinds sampled (${refused} of 2000 refused)`)
+  t.end()
+})

@@ -9,6 +9,9 @@
 // U+0000-U+0008, U+000B, U+000C, U+000E-U+001F and U+007F.
 const controlCharacter = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/
 const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+// Any character of those two, and any surrogate (paired ones are fine): text without
+// one, nearly all text, is decided by this one plain test.
+const suspect = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\uD800-\uDFFF]/
 
 export interface TextProblem {
   /** Where in the value: property names and array indexes, outermost first. */
@@ -19,6 +22,7 @@ export interface TextProblem {
 
 /** Why `text` may not be stored, or null when it may. */
 export function stringProblem(text: string): string | null {
+  if (!suspect.test(text)) return null
   if (loneSurrogate.test(text)) return 'is not valid Unicode text'
   if (controlCharacter.test(text)) return 'must not contain control characters'
   return null
@@ -37,11 +41,36 @@ function pathOf(node: Pending): (string | number)[] {
 }
 
 /**
+ * Whether every string and field name in `value` keeps the rule. Allocates nothing per
+ * value, unlike the walk that names the problem (an import's 10,000 rows are 200,000
+ * strings and names; this takes half the time of that walk, and most of its garbage).
+ */
+function keepsRule(value: unknown): boolean {
+  const pending: unknown[] = [value]
+  while (pending.length > 0) {
+    const current = pending.pop()
+    if (typeof current === 'string') {
+      if (stringProblem(current) !== null) return false
+    } else if (Array.isArray(current)) {
+      for (let index = 0; index < current.length; index++) pending.push(current[index])
+    } else if (current !== null && typeof current === 'object') {
+      for (const name of Object.keys(current)) {
+        if (stringProblem(name) !== null) return false
+        pending.push((current as Record<string, unknown>)[name])
+      }
+    }
+  }
+  return true
+}
+
+/**
  * The first string or field name anywhere in `value` (a parsed JSON body or a query)
  * that breaks the rule, or null. Iterative, so a deeply nested body cannot overflow the
- * stack here; the path is only built for the one problem found.
+ * stack here; the path is only built for the one problem found, in a second walk that
+ * only a refused value takes.
  */
 export function textProblem(value: unknown): TextProblem | null {
+  if (keepsRule(value)) return null
   const pending: Pending[] = [{ value, parent: null, at: '' }]
   while (pending.length > 0) {
     const node = pending.pop()!
