@@ -29,11 +29,12 @@ export interface BulkWriter {
   upsert(trx: Kysely<any>, columns: readonly string[], update: readonly string[], rows: readonly BulkRow[]): Promise<void>
 }
 
-export function bulkWriter(dialect: Dialect): BulkWriter {
+/** `table` is `people`, or a copy of it (the benchmark times the same writes into one, scripts/bench/importFloor.ts). */
+export function bulkWriter(dialect: Dialect, table = 'people'): BulkWriter {
   const quote = dialect === 'mysql' ? (name: string) => `\`${name}\`` : (name: string) => `"${name}"`
   const insertText = (columns: readonly string[], count: number) => {
     const tuple = `(${columns.map(() => '?').join(', ')})`
-    return `insert into ${quote('people')} (${columns.map(quote).join(', ')}) values ${Array(count).fill(tuple).join(', ')}`
+    return `insert into ${quote(table)} (${columns.map(quote).join(', ')}) values ${Array(count).fill(tuple).join(', ')}`
   }
   const onConflict = (update: readonly string[]) => dialect === 'mysql'
     ? ` on duplicate key update ${update.map((column) => `${quote(column)} = values(${quote(column)})`).join(', ')}`

@@ -152,11 +152,11 @@ function chunks<T>(items: T[], size: number): T[][] {
 }
 
 /** Every column a new person is written with, so one multi-row insert fits all rows. */
-const newPersonColumns = ['parent', 'custno', 'created', 'date_edit', 'seen_import', 'has_photo', ...editableFields.map((field) => field.column)]
+export const newPersonColumns = ['parent', 'custno', 'created', 'date_edit', 'seen_import', 'has_photo', ...editableFields.map((field) => field.column)]
 
 /** Column values of a new person (absent fields NULL; Gender U and has_photo 0 unless given). */
-function newPersonValues(good: GoodRow, parent: number, importId: number, now: number): BulkRow {
-  return { gender: 'U', has_photo: 0, ...good.columns, parent, custno: good.custno, created: now, date_edit: now, seen_import: importId }
+export function newPersonValues(columns: PersonColumns, custno: number, parent: number, importId: number, now: number): BulkRow {
+  return { gender: 'U', has_photo: 0, ...columns, parent, custno, created: now, date_edit: now, seen_import: importId }
 }
 
 /**
@@ -265,7 +265,7 @@ export async function importBatch(
         }
       }
       const changed = changedRows.length
-      await writes.bulk.insert(trx, newPersonColumns, added.map((row) => newPersonValues(row, scope.parent, importId, now)))
+      await writes.bulk.insert(trx, newPersonColumns, added.map((row) => newPersonValues(row.columns, row.custno, scope.parent, importId, now)))
       for (const [fields, rows] of changedByFields(changedRows)) {
         const given = fields.split(',').filter((column) => column !== 'source_id')
         await writes.bulk.upsert(trx, ['parent', 'custno', 'source_id', 'created', 'date_edit', 'seen_import', ...given], [...given, 'date_edit', 'seen_import'],
