@@ -74,6 +74,6 @@ export { parseAddressRange, type AddressRange } from './boot/addressRange.ts'
 // `kernel.log`: the service log, a pino logger bound to the plugin.
 export type { Logger } from './observe/logger.ts'
 
-// Tables that behave the same on SQLite and MySQL/MariaDB.
-export { isUniqueViolation, portableTable, retryOnDeadlock, type Dialect } from './storage/database.ts'
+// Tables that behave the same on SQLite and MySQL/MariaDB; rowBuilder: row objects from value arrays, one literal compiled per column list.
+export { isUniqueViolation, portableTable, retryOnDeadlock, rowBuilder, type Dialect } from './storage/database.ts'
 

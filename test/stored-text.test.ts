@@ -140,6 +140,24 @@ t.test('XML of rate-limit windows (1Min) is answered', (t) =>
   }),
 )
 
+t.test('a listing answers each person exactly as the write answered it, whatever the text holds', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    // Characters JSON escapes or treats specially (SQLite reads listing rows as JSON arrays), non-BMP text, empty fields.
+    const fields = {
+      FirstName: '"Quoted" \\ back\\slash /', LastName: 'Zoë 😀 \u2028\u2029 \u00a0 \ufffe \u0085', Title: '{"json":[1,null]} </script>',
+      Dept: 'Tab\there\r\nline two', Email: 'a.b@example.com', Birthday: '1990-02-28', Phone: '', Custno: 0,
+    }
+    const created = await service.call('POST', '/People/Update/OneChange', { body: fields })
+    t.equal(created.status, 200, created.text)
+    for (const [method, path] of [['GET', '/People/Read/Missing'], ['POST', '/people/read/list']] as const) {
+      const listed = await service.call(method, path, method === 'POST' ? { body: {} } : {})
+      t.equal(listed.status, 200, listed.text)
+      t.same(listed.json.People, [created.json], `${path}: the same record, field for field`)
+    }
+  }),
+)
+
 t.test('CSV: formulas after spaces and full-width formula signs are neutralised', (t) =>
   forEachDatabase(t, async (t, kind) => {
     const service = await startService(t, { kind })

@@ -79,7 +79,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
         const askedForDeleted = IncludeDeleted === 1 || IncludeDeleted === true || plan.conditions.some((condition) => condition.column === 'deleted')
         const set: ListingSet = askedForDeleted ? 'current and deleted' : 'current'
         const scope = scopeOf(call.caller)
-        return answerListing(call, await runListing(db, scope, set, plan, listingMemo(scope)))
+        return answerListing(call, await runListing(db, kernel.dialect, scope, set, plan, listingMemo(scope)))
       },
     })
   }
@@ -96,7 +96,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       async handler(call) {
         const plan = planListing(call.query, { allowDeletedFilter: false })
         const scope = scopeOf(call.caller)
-        return answerListing(call, await runListing(db, scope, 'missing photo', plan, listingMemo(scope)))
+        return answerListing(call, await runListing(db, kernel.dialect, scope, 'missing photo', plan, listingMemo(scope)))
       },
     }),
     defineRoute<undefined, { dispgroup?: string }>({
