@@ -6,6 +6,7 @@
  */
 import t from 'tap'
 import { forEachDatabase, startService } from './helpers/service.ts'
+import { tenantKey } from './helpers/keys.ts'
 
 function employee(index: number): Record<string, unknown> {
   return {
@@ -73,6 +74,40 @@ t.test('a 10,000-row batch with bad rows, then a CSV re-import and importterm', 
     t.same(stillHere.json.People.map((person: { Source_Id: string }) => person.Source_Id).sort(), ['E00001', 'E00002', 'N00001'], 'only the people of the last import are not terminated')
     t.match((await service.call('POST', '/people/update/importmass', { body: { ImportId: second, People: [] } })).text, /^Error: Import \d+ is already finished\.$/)
     t.equal((await service.call('POST', '/people/update/importterm', { body: { ImportId: second } })).status, 400)
+  }),
+)
+
+t.test('importterm drops the cached listings of the customers whose people it terminates', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const customer7 = await tenantKey(service, 1, 7)
+    const sync = async (people: object[]) => {
+      const importId = (await service.call('POST', '/people/update/importinit', { body: {} })).json.ImportId
+      const batch = await service.call('POST', '/people/update/importmass', { body: { ImportId: importId, People: people } })
+      t.equal(batch.status, 200, batch.text)
+      return (await service.call('POST', '/people/update/importterm', { body: { ImportId: importId } })).json
+    }
+    const stays = { Source_Id: 'A', LastName: 'Stays', Custno: 7 }
+    const goes = { Source_Id: 'B', LastName: 'Goes', Custno: 7 }
+    const elsewhere = { Source_Id: 'C', LastName: 'Elsewhere', Custno: 8 }
+    t.match(await sync([stays, goes, elsewhere]), { Added: 3, Terminated: 0 })
+    const termDates = async (key?: typeof customer7) => {
+      const listed = await service.call('GET', '/People/Read/Missing', { key })
+      t.equal(listed.status, 200, listed.text)
+      return Object.fromEntries(listed.json.People.map((person: { LastName: string; TermDate: string }) => [person.LastName, person.TermDate]))
+    }
+    // Both listings are now cached: the customer's own and the parent-wide one.
+    t.same(await termDates(customer7), { Goes: '', Stays: '' })
+    t.same(await termDates(), { Elsewhere: '', Goes: '', Stays: '' })
+    t.same(await termDates(customer7), { Goes: '', Stays: '' }, 'served again (from the cache)')
+
+    t.match(await sync([stays, elsewhere]), { Unchanged: 2, Terminated: 1 })
+    const today = new Date().toISOString().slice(0, 10)
+    t.same(await termDates(customer7), { Goes: today, Stays: '' }, "the customer's listing shows the termination")
+    t.same(await termDates(), { Elsewhere: '', Goes: today, Stays: '' }, 'so does the parent-wide one')
+
+    t.match(await sync([stays, elsewhere]), { Unchanged: 2, Terminated: 0 }, 'a roster that terminates nobody')
+    t.same(await termDates(customer7), { Goes: today, Stays: '' })
   }),
 )
 
