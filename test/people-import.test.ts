@@ -102,12 +102,12 @@ t.test('importterm drops the cached listings of the customers whose people it te
     t.same(await termDates(customer7), { Goes: '', Stays: '' }, 'served again (from the cache)')
 
     t.match(await sync([stays, elsewhere]), { Unchanged: 2, Terminated: 1 })
-    const today = new Date().toISOString().slice(0, 10)
-    t.same(await termDates(customer7), { Goes: today, Stays: '' }, "the customer's listing shows the termination")
-    t.same(await termDates(), { Elsewhere: '', Goes: today, Stays: '' }, 'so does the parent-wide one')
+    const mine = await termDates(customer7)
+    t.match(mine, { Goes: /^\d{4}-\d\d-\d\d$/, Stays: '' }, "the customer's listing shows the termination")
+    t.same(await termDates(), { Elsewhere: '', Goes: mine.Goes, Stays: '' }, 'so does the parent-wide one')
 
     t.match(await sync([stays, elsewhere]), { Unchanged: 2, Terminated: 0 }, 'a roster that terminates nobody')
-    t.same(await termDates(customer7), { Goes: today, Stays: '' })
+    t.same(await termDates(customer7), mine)
   }),
 )
 
