@@ -1,6 +1,6 @@
 /**
  * The SQLite file's settings (kernel/storage/database.ts, issue 19 goal 5): a new data
- * folder's file has 8 KiB pages and the service's connection a page cache of 32 MiB
+ * folder's file has 8 KiB pages and the service's connection a page cache of 16 MiB
  * (an import batch of 10,000 people outgrew SQLite's default 2 MB and spilled pages
  * mid-transaction); a file made with 4 KiB pages by an earlier version keeps them and
  * is read and written as before.
@@ -24,14 +24,14 @@ async function pragma(db: ReturnType<typeof openDatabase>['db'], name: string): 
   return rows[0][name]
 }
 
-t.test('a new file: 8 KiB pages, WAL, a 32 MiB page cache', async (t) => {
+t.test('a new file: 8 KiB pages, WAL, a 16 MiB page cache', async (t) => {
   const dataDir = scratchDir(t)
   const database = openDatabase({ databaseUrl: null, dataDir })
   t.teardown(() => database.close())
   await sql`create table notes (id integer primary key, body text)`.execute(database.db)
   t.equal(await pragma(database.db, 'page_size'), 8192)
   t.equal(await pragma(database.db, 'journal_mode'), 'wal')
-  t.equal(await pragma(database.db, 'cache_size'), -32 * 1024, 'in KiB, as SQLite counts a negative size')
+  t.equal(await pragma(database.db, 'cache_size'), -16 * 1024, 'in KiB, as SQLite counts a negative size')
 })
 
 t.test('a file made with 4 KiB pages keeps them, and its rows', async (t) => {

@@ -48,7 +48,7 @@ export interface Database {
 
 /** SQLite's page size for a new database file, and the request thread's page cache (below). */
 const sqlitePageBytes = 8192
-const sqliteCacheKib = 32 * 1024
+const sqliteCacheKib = 16 * 1024
 
 /**
  * `checkpointInBackground` (the service's own database, not the CLI's): SQLite's WAL
@@ -63,15 +63,16 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   chmodSync(path, 0o600)
   // A new file gets 8 KiB pages (an existing one keeps its size: SQLite ignores this once
   // the file has tables). With its 22 indexes a person is 23 B-tree inserts; 8 KiB pages
-  // make shallower trees and fewer page splits: an import of 100,000 people 2.6-2.9 s
-  // against 3.3-3.9 s with 4 KiB, with the larger cache below on both (benchmarks.md).
+  // make shallower trees and fewer page splits: the database alone wrote 100,000 people
+  // in 2.4-2.9 s against 3.3-3.9 s with 4 KiB, with the larger cache below on both.
   file.pragma(`page_size = ${sqlitePageBytes}`)
   file.pragma('journal_mode = WAL')
   file.pragma('synchronous = NORMAL')
   // The request thread's page cache, in KiB (negative): SQLite's default 2 MB is less
-  // than one import batch's dirty index pages, so a batch spilled and re-read pages
-  // mid-transaction (100,000 people: 4.6-5.1 s, against 2.6-2.8 s with 32 MiB). Memory
-  // is taken as pages are read, up to this bound per process.
+  // than the dirty index pages of one import batch (10,000 people, the most importmass
+  // takes), so a batch spilled and re-read pages mid-transaction: 100,000 people took
+  // 4.1-6.4 s, against 2.3-2.5 s with 16 MiB (32 MiB gained nothing more). Memory is
+  // taken as pages are read, up to this bound per process (benchmarks.md).
   file.pragma(`cache_size = -${sqliteCacheKib}`)
   file.pragma('busy_timeout = 5000')
   file.pragma('foreign_keys = ON')
