@@ -74,6 +74,7 @@ export { parseAddressRange, type AddressRange } from './boot/addressRange.ts'
 // `kernel.log`: the service log, a pino logger bound to the plugin.
 export type { Logger } from './observe/logger.ts'
 
-// Tables that behave the same on SQLite and MySQL/MariaDB; rowBuilder: row objects from value arrays, one literal compiled per column list.
-export { isUniqueViolation, portableTable, retryOnDeadlock, rowBuilder, type Dialect } from './storage/database.ts'
+// Tables that behave the same on SQLite and MySQL/MariaDB; rowBuilder: row objects from value arrays, one literal compiled per column list;
+// valueListers: the inverse, rows as one flat value list for a multi-row statement, compiled per column list.
+export { isUniqueViolation, portableTable, retryOnDeadlock, rowBuilder, valueListers, type Dialect, type ValueLister } from './storage/database.ts'
 

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'kysely'
-import { openDatabase, rowBuilder } from '../kernel/storage/database.ts'
+import { openDatabase, rowBuilder, valueLister, valueListers } from '../kernel/storage/database.ts'
 
 const oddNames = ['plain', 'with "quotes"', 'back\\slash', 'line\u2028separator', '}; throw new Error("ran"); ({', 'naïve 名前', '0', 'constructor']
 
@@ -29,6 +29,19 @@ t.test('rowBuilder: every name is a key of its own, in order, with its value', a
   t.same(Object.keys(prototypeNamed), ['__proto__', 'id'])
   t.same(Object.getOwnPropertyDescriptor(prototypeNamed, '__proto__')?.value, { polluted: true }, '__proto__ is an own property with the value')
   t.equal((prototypeNamed as { polluted?: boolean }).polluted, undefined)
+})
+
+t.test('valueLister, the inverse: every row\'s values in column order, absent as NULL', async (t) => {
+  const names = oddNames.filter((name) => name !== 'constructor')
+  const rows = [rowBuilder(names)(names.map((_, index) => index)), rowBuilder(names)(names.map((_, index) => `v${index}`))]
+  t.same(valueLister(names)(rows), [...names.map((_, index) => index), ...names.map((_, index) => `v${index}`)], 'odd names are plain keys, in the given order')
+  t.same(valueLister(['b', 'missing', 'a'])([{ a: 1, b: 2 }, { a: 3, b: undefined }]), [2, null, 1, null, null, 3], 'absent and undefined values are NULL')
+  t.same(valueLister(['a', 'b'], (value) => (value === null ? 'none' : value))([{ a: 1 }]), [1, 'none'], 'each value passes through `each`')
+  t.same(valueLister(['__proto__', 'id'])([rowBuilder(['__proto__', 'id'])(['own', 7])]), ['own', 7], 'an own __proto__ is read as itself')
+
+  const listers = valueListers(undefined, 2)
+  t.equal(listers(['a', 'b']), listers(['a', 'b']), 'one compiled lister per column list')
+  t.not(listers(['a', 'b']), listers(['b', 'a']))
 })
 
 t.test('rows of a real SQLite query: wide, odd names, repeated names and __proto__', async (t) => {
