@@ -71,8 +71,8 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   // The request thread's page cache, in KiB (negative): SQLite's default 2 MB is less
   // than the dirty index pages of one import batch (10,000 people, the most importmass
   // takes), so a batch spilled and re-read pages mid-transaction: 100,000 people took
-  // 4.1-6.4 s, against 2.3-2.5 s with 16 MiB (32 MiB gained nothing more). Memory is
-  // taken as pages are read, up to this bound per process (benchmarks.md).
+  // 4.1-6.4 s, against 2.3-2.6 s in most runs with 16 MiB (32 MiB gained nothing more).
+  // Memory is taken as pages are read, up to this bound per process (benchmarks.md).
   file.pragma(`cache_size = -${sqliteCacheKib}`)
   file.pragma('busy_timeout = 5000')
   file.pragma('foreign_keys = ON')
