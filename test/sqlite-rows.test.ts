@@ -42,6 +42,8 @@ t.test('valueLister, the inverse: every row\'s values in column order, absent as
   const listers = valueListers(undefined, 2)
   t.equal(listers(['a', 'b']), listers(['a', 'b']), 'one compiled lister per column list')
   t.not(listers(['a', 'b']), listers(['b', 'a']))
+  t.same(listers(['a,b'])([{ 'a,b': 1, a: 2, b: 3 }]), [1], 'a name holding a comma is one column')
+  t.same(listers(['a', 'b'])([{ 'a,b': 1, a: 2, b: 3 }]), [2, 3], 'and not the same list as its parts')
 })
 
 t.test('rows of a real SQLite query: wide, odd names, repeated names and __proto__', async (t) => {

@@ -169,7 +169,8 @@ export function valueLister(columns: readonly string[], each?: (value: unknown) 
 export function valueListers(each?: (value: unknown) => unknown, max = 64): ValueListers {
   const listers = new Map<string, ValueLister>()
   return (columns) => {
-    const key = columns.join(',')
+    // JSON keeps ['a,b'] and ['a', 'b'] apart, as a joined text would not.
+    const key = JSON.stringify(columns)
     let lister = listers.get(key)
     if (lister === undefined) {
       if (listers.size >= max) listers.clear()
