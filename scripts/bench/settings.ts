@@ -8,4 +8,6 @@ export const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
 /** Alternating runs per goal-1/2 measurement (median taken). */
 export const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
 export const databaseUrl = process.env.DATABASE_URL ?? null
+/** Processes (WORKERS) of the service goal 3's listings are loaded on; 1 unless set. */
+export const peopleWorkers = Number(process.env.BENCH_PEOPLE_WORKERS ?? 1)
 export const databaseName: 'sqlite' | 'mariadb' = databaseUrl ? 'mariadb' : 'sqlite'
