@@ -10,4 +10,8 @@ export const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
 export const databaseUrl = process.env.DATABASE_URL ?? null
 /** Processes (WORKERS) of the service goal 3's listings are loaded on; 1 unless set. */
 export const peopleWorkers = Number(process.env.BENCH_PEOPLE_WORKERS ?? 1)
+// The service takes 1-16 (config.ts); say so before an import's minutes, not after.
+if (!Number.isInteger(peopleWorkers) || peopleWorkers < 1 || peopleWorkers > 16) {
+  throw new Error(`BENCH_PEOPLE_WORKERS must be a whole number from 1 to 16, got '${process.env.BENCH_PEOPLE_WORKERS}'.`)
+}
 export const databaseName: 'sqlite' | 'mariadb' = databaseUrl ? 'mariadb' : 'sqlite'
