@@ -5,6 +5,9 @@ import { isTimeZone } from '../tenants/timeZone.ts'
 import { parseAddressRange } from './addressRange.ts'
 import { packageRoot } from './packageRoot.ts'
 
+/** The most processes WORKERS may start (request ids have room for 16 node ids, D8). */
+export const maxWorkers = 16
+
 /** The whole configuration of one kernel instance, after defaults, file and environment. */
 export interface Config {
   host: string
@@ -120,7 +123,7 @@ const schema = {
     },
     masterKey: { type: ['string', 'null'], pattern: '^([0-9a-fA-F]{64}|.*/.*)$' },
     nodeId: { type: ['integer', 'null'], minimum: 0, maximum: 15 },
-    workers: { type: 'integer', minimum: 1, maximum: 16 },
+    workers: { type: 'integer', minimum: 1, maximum: maxWorkers },
     serverName: { type: 'string', minLength: 1, maxLength: 100 },
     timeouts: {
       type: 'object',

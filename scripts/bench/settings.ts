@@ -1,6 +1,7 @@
 /** The benchmark's settings, read from the environment once (see scripts/bench.ts). */
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { maxWorkers } from '../../kernel/boot/config.ts'
 
 export const benchRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 export const seconds = Number(process.env.BENCH_SECONDS ?? 10)
@@ -10,8 +11,8 @@ export const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
 export const databaseUrl = process.env.DATABASE_URL ?? null
 /** Processes (WORKERS) of the service goal 3's listings are loaded on; 1 unless set. */
 export const peopleWorkers = Number(process.env.BENCH_PEOPLE_WORKERS ?? 1)
-// The service takes 1-16 (config.ts); say so before an import's minutes, not after.
-if (!Number.isInteger(peopleWorkers) || peopleWorkers < 1 || peopleWorkers > 16) {
-  throw new Error(`BENCH_PEOPLE_WORKERS must be a whole number from 1 to 16, got '${process.env.BENCH_PEOPLE_WORKERS}'.`)
+// The service's own bound (config.ts); said before an import's minutes, not after.
+if (!Number.isInteger(peopleWorkers) || peopleWorkers < 1 || peopleWorkers > maxWorkers) {
+  throw new Error(`BENCH_PEOPLE_WORKERS must be a whole number from 1 to ${maxWorkers}, got '${process.env.BENCH_PEOPLE_WORKERS}'.`)
 }
 export const databaseName: 'sqlite' | 'mariadb' = databaseUrl ? 'mariadb' : 'sqlite'
