@@ -127,7 +127,7 @@ export interface Route<Body = any, Query = any> {
    * records become one `item` element each, directly inside the root.
    */
   xml: { root: string; item?: string; list?: string }
-  /** How an answer becomes CSV rows when it is not already a list of records. */
+  /** How an answer becomes CSV rows when it is not already a list of records (a JsonText answer arrives as its value). */
   csv?: (result: any, call: Call<Body, Query>) => unknown[]
   /**
    * The content type of a route whose handler answers a `RawAnswer` (a page, a feed, a
@@ -137,6 +137,7 @@ export interface Route<Body = any, Query = any> {
   rawContentType?: string
   /** The CSV header of a record, so an answer with no records still has its header row. */
   csvColumns?: readonly string[]
+  /** The answer: a value to encode, a `RawAnswer` (bytes of their own type) or a `JsonText` (JSON already as text). */
   handler(call: Call<Body, Query>): unknown | Promise<unknown>
   /** Credits a call spends from a key that has Credits (issue 16); default 1, 0 = free. */
   cost?: number

@@ -3,6 +3,7 @@ import Papa from 'papaparse'
 import type { ResponseFormat, Route } from '../plugin.ts'
 import { xmlName, xmlSafe } from './xmlSafe.ts'
 import { RawAnswer } from './rawAnswer.ts'
+import { JsonText } from './jsonText.ts'
 
 export interface Encoded {
   body: Buffer
@@ -86,9 +87,11 @@ function xmlContent(result: unknown, xml: Route['xml']): unknown {
   return Array.isArray(records) ? { ...fields, [xml.item ?? 'Item']: records } : fields
 }
 
-/** Encodes a handler's answer in the chosen format. */
-export function encode(result: unknown, format: ResponseFormat, route: Pick<Route, 'xml' | 'csv' | 'csvColumns'>, csvRows?: unknown[]): Encoded {
-  if (result instanceof RawAnswer) return { body: result.body, contentType: result.contentType, status: result.status }
+/** Encodes a handler's answer in the chosen format (a JsonText's value is parsed only for xml and csv). */
+export function encode(answer: unknown, format: ResponseFormat, route: Pick<Route, 'xml' | 'csv' | 'csvColumns'>, csvRows?: unknown[]): Encoded {
+  if (answer instanceof RawAnswer) return { body: answer.body, contentType: answer.contentType, status: answer.status }
+  if (answer instanceof JsonText && format === 'json') return { body: Buffer.from(answer.text), contentType: contentTypes.json }
+  const result = answer instanceof JsonText ? answer.value() : answer
   if (format === 'json') return { body: Buffer.from(JSON.stringify(result)), contentType: contentTypes.json }
   if (format === 'xml') {
     // xmlSafe: no stored text or field name can make the encoder throw (xmlSafe.ts).

@@ -1,0 +1,28 @@
+/**
+ * An answer whose JSON the handler already holds as text (records a plugin stores
+ * rendered, say): a json answer sends `text` as it is, with no value built or
+ * stringified on the request path; xml, csv and a level-2 log record take `value()`,
+ * the same text parsed, built only when one of them asks.
+ *
+ * The handler vouches that `text` is valid JSON of the value the route documents.
+ */
+export class JsonText {
+  #value: unknown
+  #parsed = false
+
+  constructor(readonly text: string) {}
+
+  /** The answer as a value: what the route's xml, csv and a level-2 log record get. */
+  value(): unknown {
+    if (!this.#parsed) {
+      this.#value = JSON.parse(this.text)
+      this.#parsed = true
+    }
+    return this.#value
+  }
+
+  /** JSON.stringify (a level-2 log record, with its secret-field redaction) sees the value. */
+  toJSON(): unknown {
+    return this.value()
+  }
+}

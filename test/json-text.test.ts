@@ -1,0 +1,54 @@
+/**
+ * A handler may answer JSON it already holds as text (`JsonText`, kernel/http/jsonText.ts;
+ * the people listings do): a json answer is that text byte for byte, never parsed or
+ * stringified again; xml, csv (through the route's `csv`) and a level-2 log record get
+ * its value; the response cache keeps it like any answer.
+ */
+import t from 'tap'
+import { XMLParser } from 'fast-xml-parser'
+import { defineRoute, JsonText, type Plugin } from '../kernel/sdk.ts'
+import { forEachDatabase, startService } from './helpers/service.ts'
+
+// Spaced as JSON.stringify never would: a json answer that is this text was sent as it is.
+const text = '{"Total": 2,  "Items": [{"Name": "Zoë", "Count": 1}, {"Name": "=cmd", "Count": 2}]}'
+
+const textPlugin: Plugin = {
+  name: 'text-probe',
+  defaultGroups: [{ name: 'Text probe', paths: [{ path: '/Probe/Text', displayName: 'answers JSON text' }] }],
+  setup: () => [
+    defineRoute({
+      method: 'GET',
+      path: '/Probe/Text',
+      xml: { root: 'Text', item: 'Item', list: 'Items' },
+      csv: (answer: { Items: unknown[] }) => answer.Items,
+      cache: { ttlSeconds: 60, partition: () => 'text' },
+      handler: () => new JsonText(text),
+    }),
+  ],
+}
+
+t.test('a JsonText answer: the text as json, its value as xml, csv and in the log', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, plugins: [textPlugin] })
+
+    const json = await service.call('GET', '/Probe/Text?format=json', { headers: { 'x-LogLevel': '2' } })
+    t.equal(json.status, 200)
+    t.equal(json.headers.get('content-type'), 'application/json; charset=utf-8')
+    t.equal(json.text, text, 'the text, byte for byte')
+    const again = await service.call('GET', '/Probe/Text?format=json')
+    t.equal(again.headers.get('x-cache'), 'HIT', 'cached like any answer')
+    t.equal(again.text, text)
+
+    const xml = await service.call('GET', '/Probe/Text?format=xml')
+    t.equal(xml.headers.get('content-type'), 'application/xml; charset=utf-8')
+    t.same(new XMLParser().parse(xml.text).Text, { Total: 2, Item: [{ Name: 'Zoë', Count: 1 }, { Name: '=cmd', Count: 2 }] }, 'xml: the value, its list as items')
+
+    const csv = await service.call('GET', '/Probe/Text?format=csv')
+    t.equal(csv.headers.get('content-type'), 'text/csv; charset=utf-8')
+    t.equal(csv.text, `Name,Count\r\nZoë,1\r\n"'=cmd",2`, "csv: the route's rows of the value, formulae neutralised")
+
+    const log = await service.call('POST', '/Api/Read/Log', { body: { LogRequestId: Number(json.headers.get('x-requestid')) } })
+    t.equal(log.status, 200, log.text)
+    t.same(log.json.Rsponse, JSON.parse(text), 'a level-2 record keeps the value')
+  }),
+)
