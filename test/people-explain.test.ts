@@ -3,7 +3,7 @@
  * run, built by the very builder they use (listingQueries), are EXPLAINed on SQLite and
  * MariaDB for every sortable field both ways and the default sort, every listing set,
  * a parent-wide and a one-customer scope: the first page, a keyset page after a real
- * row, a page number's anchor and the Total. None may scan the table (SQLite `SCAN
+ * row, the lookup of a page's last key, a page number's anchor and the Total. None may scan the table (SQLite `SCAN
  * people`, MariaDB type ALL), and none may sort for ORDER BY on SQLite (`USE TEMP B-TREE
  * FOR ORDER BY`) or, for a parent-wide key, on MariaDB (`Using filesort`).
  * MariaDB weighs its statistics: for one customer's 2,000 people, or for an anchor's
@@ -66,10 +66,16 @@ t.test('every listing query seeks an index in order, on both databases', (t) =>
         for (const sort of sorts) {
           const plan = planListing({ sort, size: 100 }, { allowDeletedFilter: true })
           const queries = listingQueries(db, kind, scope, set, plan)
-          const first = queries.recordsOf(await queries.page(null).execute())
+          const page = queries.readsTexts ? queries.pageTexts : queries.pageColumns
+          const first = await page(null).execute()
           t.ok(first.length > 0, `${set} ${sort}: people to page through`)
-          const after = queries.keyOf(first[first.length - 2])
-          for (const [what, query] of [['first page', queries.page(null)], ['keyset page', queries.page(after)], ['anchor of page 30', queries.keyAt(2900)], ['Total', queries.count]] as const) {
+          const lastId = Number(first[first.length - 2].id)
+          const after = queries.keyOf(await queries.keyOfPerson(lastId).executeTakeFirstOrThrow())
+          const queried: [string, Compilable][] = [
+            ['first page', page(null)], ['keyset page', page(after)], ['anchor of page 30', queries.keyAt(2900)], ['Total', queries.count],
+          ]
+          if (queries.readsTexts) queried.push(['key of the last row', queries.keyOfPerson(lastId)])
+          for (const [what, query] of queried) {
             const problem = await planProblem(db, kind, query)
             checked++
             if (!problem) continue

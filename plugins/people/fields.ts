@@ -192,12 +192,16 @@ export function rememberingHttpDate(): (time: number) => string {
   }
 }
 
+/**
+ * The person as answered. A column missing from `row` counts as NULL (a person rendered
+ * before it is written: storedRecord.ts), and Deleted and Gender then take their defaults.
+ */
 export function personRecord(row: RecordRow, formatDate: (time: number) => string = httpDate): PersonRecord {
   return {
     Id: Number(row.id),
     Emp_Id: row.emp_id ?? '',
     Created: formatDate(Number(row.created)),
-    Deleted: Number(row.deleted),
+    Deleted: Number(row.deleted ?? 0),
     Parent: Number(row.parent),
     Custno: Number(row.custno),
     DispGroup: row.disp_group ?? '',
@@ -210,14 +214,14 @@ export function personRecord(row: RecordRow, formatDate: (time: number) => strin
     Phone: row.phone ?? '',
     Web: row.web ?? '',
     Photo: row.photo ?? '',
-    Gender: row.gender,
+    Gender: row.gender ?? 'U',
     Dept: row.dept ?? '',
     Title: row.title ?? '',
     Birthday: row.birthday ?? '',
     HireDate: row.hire_date ?? '',
     TermDate: row.term_date ?? '',
     Skip: row.skip ?? '',
-    DateLast: row.date_last === null ? '' : formatDate(Number(row.date_last)),
+    DateLast: row.date_last == null ? '' : formatDate(Number(row.date_last)),
     DateEdit: formatDate(Number(row.date_edit)),
   }
 }

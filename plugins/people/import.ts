@@ -1,10 +1,11 @@
 import Papa from 'papaparse'
 import { sql } from 'kysely'
 import { badRequest, isUniqueViolation, notFound, schemaCheck, type KernelServices } from '../../kernel/sdk.ts'
-import { columnsFromInput, editableFields, personFieldProperties, recordColumns, todayText, type PersonColumns, type PersonInput, type RecordRow } from './fields.ts'
+import { columnsFromInput, editableFields, personFieldProperties, recordColumns, rememberingHttpDate, todayText, type PersonColumns, type PersonInput, type RecordRow } from './fields.ts'
 import { custnoFor } from './queries.ts'
 import { rowsPerStatement, type BulkRow, type BulkWriter } from './bulkWrite.ts'
 import { inScope, type PeopleDb, type PeopleRoom, type Scope } from './scope.ts'
+import type { StoredRecords } from './storedRecord.ts'
 
 /**
  * Bulk import for HR systems (D13): importinit -> importmass (any number of batches)
@@ -153,11 +154,16 @@ function chunks<T>(items: T[], size: number): T[][] {
 }
 
 /** Every column a new person is written with, so one multi-row insert fits all rows. */
-export const newPersonColumns = ['parent', 'custno', 'created', 'date_edit', 'seen_import', 'has_photo', ...editableFields.map((field) => field.column)]
+export const newPersonColumns = ['parent', 'custno', 'created', 'date_edit', 'seen_import', 'has_photo', 'record_text', ...editableFields.map((field) => field.column)]
 
-/** Column values of a new person (absent fields NULL; Gender U and has_photo 0 unless given). */
-export function newPersonValues(columns: PersonColumns, custno: number, parent: number, importId: number, now: number): BulkRow {
-  return { gender: 'U', has_photo: 0, ...columns, parent, custno, created: now, date_edit: now, seen_import: importId }
+/**
+ * Column values of a new person (absent fields NULL; Gender U and has_photo 0 unless
+ * given), with its stored record where one is kept. `formatDate`: one rememberingHttpDate per batch.
+ */
+export function newPersonValues(columns: PersonColumns, custno: number, parent: number, importId: number, now: number, records: StoredRecords, formatDate: (time: number) => string): BulkRow {
+  const values: BulkRow = { gender: 'U', has_photo: 0, ...columns, parent, custno, created: now, date_edit: now, seen_import: importId, record_text: null }
+  values.record_text = records.textOf(values as Partial<RecordRow>, formatDate)
+  return values
 }
 
 /**
@@ -195,7 +201,7 @@ export async function importBatch(
   scope: Scope,
   batch: { ImportId: number; People?: unknown[]; Csv?: string },
   now: number,
-  writes: { room: PeopleRoom; bulk: BulkWriter; readCommitted: boolean },
+  writes: { room: PeopleRoom; bulk: BulkWriter; readCommitted: boolean; records: StoredRecords },
 ): Promise<BatchResult> {
   if ((batch.People === undefined) === (batch.Csv === undefined)) throw badRequest('Send either People (a JSON array) or Csv (CSV text with a header line).')
   const importId = batch.ImportId
@@ -266,11 +272,17 @@ export async function importBatch(
         }
       }
       const changed = changedRows.length
-      await writes.bulk.insert(trx, newPersonColumns, added.map((row) => newPersonValues(row.columns, row.custno, scope.parent, importId, now)))
+      const formatDate = rememberingHttpDate()
+      await writes.bulk.insert(trx, newPersonColumns, added.map((row) => newPersonValues(row.columns, row.custno, scope.parent, importId, now, writes.records, formatDate)))
       for (const [fields, rows] of changedByFields(changedRows)) {
         const given = fields.split(',').filter((column) => column !== 'source_id')
-        await writes.bulk.upsert(trx, ['parent', 'custno', 'source_id', 'created', 'date_edit', 'seen_import', ...given], [...given, 'date_edit', 'seen_import'],
-          rows.map((row) => ({ ...row.columns, parent: scope.parent, custno: row.custno, created: now, date_edit: now, seen_import: importId })))
+        await writes.bulk.upsert(trx, ['parent', 'custno', 'source_id', 'created', 'date_edit', 'seen_import', 'record_text', ...given], [...given, 'date_edit', 'seen_import', 'record_text'],
+          rows.map((row) => {
+            // The stored record of the person as it will be: the row read above (not used
+            // again) given this row's fields.
+            const after = Object.assign(existing.get(`${row.custno}\u0000${row.sourceId}`)!, row.columns, { date_edit: now })
+            return { ...row.columns, parent: scope.parent, custno: row.custno, created: now, date_edit: now, seen_import: importId, record_text: writes.records.textOf(after, formatDate) }
+          }))
       }
       // Unchanged people keep their DateEdit; they are only marked as seen by this import.
       for (const part of chunks(unchangedIds, rowsPerStatement)) {
@@ -314,7 +326,7 @@ export interface FinishResult {
  * terminated (TermDate = today, unless they already have one), and the counts answered.
  * `people.import.finished` (issue 17) is emitted in the same transaction.
  */
-export async function finishImport(db: PeopleDb, scope: Scope, importId: number, now: number, events?: KernelServices['events']): Promise<FinishResult> {
+export async function finishImport(db: PeopleDb, scope: Scope, importId: number, now: number, records: StoredRecords, events?: KernelServices['events']): Promise<FinishResult> {
   const started = await openImport(db, scope, importId)
   if (Number(started.added) + Number(started.changed) + Number(started.unchanged) === 0) {
     // An empty roster would terminate everyone; that is far more likely a broken export than the truth.
@@ -328,11 +340,13 @@ export async function finishImport(db: PeopleDb, scope: Scope, importId: number,
     // `+deleted` keeps SQLite off people_missing (parent, deleted, ...), whose rows come in
     // name order: 100,000 scattered row reads (150 ms) where people_sort_term_date reads
     // them in id order (35 ms). MySQL reads it as `deleted`.
-    const terminated = await trx.updateTable('people').set({ term_date: today, date_edit: now })
+    // Their stored records are made NULL here and rendered again below (storedRecord.ts).
+    const terminated = await trx.updateTable('people').set({ term_date: today, date_edit: now, record_text: null })
       .where(inScope(scope)).where(sql<number>`+${sql.ref('deleted')}`, '=', 0).where('term_date', 'is', null)
       .where((eb) => eb.or([eb('seen_import', 'is', null), eb('seen_import', '<>', importId)]))
       .executeTakeFirst()
     const count = Number(terminated.numUpdatedRows)
+    if (count > 0) await records.renderStale(trx, scope)
     // Whose cached listings went stale: found only when someone was terminated (a roster
     // that still lists everyone is the usual case, and the search reads every person). The
     // people just terminated carry this very DateEdit and TermDate.

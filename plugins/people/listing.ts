@@ -1,8 +1,8 @@
-import { sql } from 'kysely'
-import { badRequest, rowBuilder, type Dialect } from '../../kernel/sdk.ts'
-import { personRecord, recordColumns, rememberingHttpDate, type PersonRecord, type RecordRow } from './fields.ts'
+import { badRequest, JsonText, type Dialect } from '../../kernel/sdk.ts'
+import { personRecord, recordColumns, rememberingHttpDate, type PersonRecord } from './fields.ts'
 import { afterKey, decodeCursor, encodeCursor, keyOrder, type Cursor, type KeyValue } from './cursor.ts'
 import { inScope, type PeopleDb, type Scope } from './scope.ts'
+import { recordJson, renderedTexts, storedRecords } from './storedRecord.ts'
 import type { PeopleTable } from './tables.ts'
 
 /**
@@ -169,19 +169,9 @@ export type ListingSet = 'missing photo' | 'current' | 'current and deleted'
 export type ListingMemo = <T>(name: string, compute: () => Promise<T>) => Promise<T>
 
 /**
- * SQLite reads a page's rows as one JSON array each (json_array over recordColumns) and
- * JSON.parse makes them values: better-sqlite3 on Node 20 hands each column to V8 one
- * API call at a time, about 80 ns a value, so 101 rows of 25 columns cost more than the
- * index read itself (a page of 100 people: 375 -> 245 µs). Types survive (integers as
- * numbers, NULL as null); no people column holds a BLOB, which JSON could not. MySQL's
- * driver parses rows in JavaScript, where the JSON gains nothing.
- */
-const recordsAsJson = sql<string>`json_array(${sql.join(recordColumns.map((column) => sql.ref(column)))})`.as('record')
-const recordFromValues = rowBuilder(recordColumns) as (values: unknown[]) => RecordRow
-
-/**
  * The queries a listing runs, built once per call from the plan (exported so a test
- * can EXPLAIN exactly what the routes run).
+ * can EXPLAIN exactly what the routes run). Where people's records are stored as text
+ * (SQLite, storedRecord.ts) a page reads one text a person, else their columns.
  */
 export function listingQueries(db: PeopleDb, dialect: Dialect, scope: Scope, set: ListingSet, plan: ListingPlan) {
   let query = db.selectFrom('people').where(inScope(scope))
@@ -198,28 +188,50 @@ export function listingQueries(db: PeopleDb, dialect: Dialect, scope: Scope, set
     count: query.select((eb) => eb.fn.countAll().as('total')),
     /** The key of the row at `position` (1-based): the anchor the page after it seeks from. */
     keyAt: (position: number) => inOrder(query.select(keyColumns)).limit(1).offset(position - 1),
+    /** Whether a page is read as stored texts (`pageTexts`, SQLite) or as record columns (`pageColumns`). */
+    readsTexts: storedRecords(dialect).kept,
     /**
      * The page after `key` (from the start when null), one row more than the page to tell
-     * whether another follows; its rows become records with `recordsOf`.
+     * whether another follows: each person's Id and stored record, or record columns.
      */
-    page: (key: readonly KeyValue[] | null) => dialect === 'sqlite' ? pageAfter(key).select(recordsAsJson) : pageAfter(key).select(recordColumns),
-    recordsOf: (rows: readonly ({ record: string } | RecordRow)[]): RecordRow[] => dialect === 'sqlite'
-      ? rows.map((row) => recordFromValues(JSON.parse((row as { record: string }).record)))
-      : rows as RecordRow[],
-    keyOf: (row: Partial<RecordRow>): KeyValue[] => keyColumns.map((column) => (row as Record<string, KeyValue>)[column]),
+    pageTexts: (key: readonly KeyValue[] | null) => pageAfter(key).select(['id', 'record_text']),
+    pageColumns: (key: readonly KeyValue[] | null) => pageAfter(key).select(recordColumns),
+    /**
+     * The sort key of one person of a page of texts (its last, for Next): read by Id,
+     * because reading the key columns of all 101 rows cost SQLite more than this lookup.
+     */
+    keyOfPerson: (id: number) => db.selectFrom('people').select(keyColumns).where('id', '=', id),
+    keyOf: (row: Partial<Record<Column, unknown>>): KeyValue[] => keyColumns.map((column) => row[column] as KeyValue),
   }
 }
 
-export async function runListing(db: PeopleDb, dialect: Dialect, scope: Scope, set: ListingSet, plan: ListingPlan, remember: ListingMemo): Promise<ListingAnswer> {
+/**
+ * A listing as answered: its body as JSON text, the records in it as stored, so a json
+ * answer is sent without building or stringifying them; and what the CSV headers carry.
+ */
+export interface ListedPage {
+  Total: number
+  Page: string
+  Next?: string
+  body: JsonText
+}
+
+export async function runListing(db: PeopleDb, dialect: Dialect, scope: Scope, set: ListingSet, plan: ListingPlan, remember: ListingMemo): Promise<ListedPage> {
   const queries = listingQueries(db, dialect, scope, set, plan)
   const listing = `${set}|${plan.filterText}`
   // Every page of one listing has the same Total; counting 100,000 rows costs more
   // than the page itself, so it is counted once until the scope's people change.
   const total = await remember(`total|${listing}`, async () => Number((await queries.count.executeTakeFirstOrThrow()).total))
   const pages = Math.max(1, Math.ceil(total / plan.size))
-  const answer = (page: string, next: string | null, people: ListingAnswer['People']): ListingAnswer => next === null
-    ? { Total: total, Page: page, Sort: plan.sortText, Filter: plan.filterText, People: people }
-    : { Total: total, Page: page, Sort: plan.sortText, Filter: plan.filterText, Next: next, People: people }
+  // `people`: the JSON of the People field, a text or the records' array.
+  const answer = (page: string, next: string | null, people: string): ListedPage => {
+    const head: Omit<ListingAnswer, 'People'> = next === null
+      ? { Total: total, Page: page, Sort: plan.sortText, Filter: plan.filterText }
+      : { Total: total, Page: page, Sort: plan.sortText, Filter: plan.filterText, Next: next }
+    const body = new JsonText(`${JSON.stringify(head).slice(0, -1)},"People":${people}}`)
+    return next === null ? { Total: total, Page: page, body } : { Total: total, Page: page, Next: next, body }
+  }
+  const nobody = JSON.stringify(noPeopleFound)
 
   let before: number
   let key: KeyValue[] | null
@@ -227,7 +239,7 @@ export async function runListing(db: PeopleDb, dialect: Dialect, scope: Scope, s
     ;({ position: before, key } = plan.after)
   } else {
     // A page past the end is answered like "nothing matches", but keeps the real Total.
-    if (total === 0 || plan.page > pages) return answer(`${plan.page} of ${pages}`, null, noPeopleFound)
+    if (total === 0 || plan.page > pages) return answer(`${plan.page} of ${pages}`, null, nobody)
     before = (plan.page - 1) * plan.size
     key = before === 0 ? null : await remember(`anchor|${listing}|${plan.sortText}|${before}`, async () => {
       const row = await queries.keyAt(before).executeTakeFirst()
@@ -235,17 +247,46 @@ export async function runListing(db: PeopleDb, dialect: Dialect, scope: Scope, s
     })
   }
   const page = `${Math.floor(before / plan.size) + 1} of ${pages}`
-  if (before > 0 && key === null) return answer(page, null, noPeopleFound)
-  const rows = queries.recordsOf(await queries.page(key).execute())
-  if (rows.length === 0) return answer(page, null, noPeopleFound)
-  const more = rows.length > plan.size
+  if (before > 0 && key === null) return answer(page, null, nobody)
+  const read = await readPage(db, queries, key, plan.size)
+  if (read.records.length === 0) return answer(page, null, nobody)
+  const end = before + read.records.length
+  let next: string | null = null
+  if (read.more) {
+    const lastKey = queries.keyOf(read.lastRow ?? await queries.keyOfPerson(read.lastId).executeTakeFirstOrThrow())
+    next = encodeCursor(plan.sortText, end, lastKey)
+    // The next page by number seeks from here too (only a numbered page knows its position exactly).
+    if (!plan.after) await remember(`anchor|${listing}|${plan.sortText}|${end}`, async () => lastKey)
+  }
+  return answer(page, next, `[${read.records.join(',')}]`)
+}
+
+/** A page as read: its people's records as JSON text, and its last person (the row when the page read columns, else its Id). */
+interface ReadPage {
+  records: string[]
+  more: boolean
+  lastId: number
+  lastRow: Partial<Record<Column, unknown>> | null
+}
+
+/** Reads one page of at most `size` people (the query reads one more, to tell whether another page follows). */
+async function readPage(db: PeopleDb, queries: ReturnType<typeof listingQueries>, key: readonly KeyValue[] | null, size: number): Promise<ReadPage> {
+  if (queries.readsTexts) {
+    const rows = await queries.pageTexts(key).execute()
+    const more = rows.length > size
+    if (more) rows.pop()
+    // A person not rendered yet (none, unless written by an older version) is rendered from its columns.
+    const stale = rows.filter((row) => row.record_text === null).map((row) => Number(row.id))
+    const rendered = stale.length === 0 ? null : await renderedTexts(db, stale)
+    const records = rows.map((row) => recordJson(Number(row.id), row.record_text ?? rendered!.get(Number(row.id))!))
+    return { records, more, lastId: rows.length === 0 ? 0 : Number(rows[rows.length - 1].id), lastRow: null }
+  }
+  const rows = await queries.pageColumns(key).execute()
+  const more = rows.length > size
   if (more) rows.pop()
-  const lastKey = queries.keyOf(rows[rows.length - 1])
   const formatDate = rememberingHttpDate()
-  const end = before + rows.length
-  // The next page by number seeks from here too (only a numbered page knows its position exactly).
-  if (more && !plan.after) await remember(`anchor|${listing}|${plan.sortText}|${end}`, async () => lastKey)
-  return answer(page, more ? encodeCursor(plan.sortText, end, lastKey) : null, rows.map((row) => personRecord(row, formatDate)))
+  const records = rows.map((row) => JSON.stringify(personRecord(row, formatDate)))
+  return { records, more, lastId: 0, lastRow: rows.length === 0 ? null : rows[rows.length - 1] }
 }
 
 /** The records of a listing answer, for CSV (one row per person; Total and Page go in headers, D12). */

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely'
 import { portableTable, type Dialect, type Migrations } from '../../kernel/sdk.ts'
+import { storedRecords } from './storedRecord.ts'
 
 /** A table with the kernel's portable options (utf8mb4 + binary collation on MySQL). */
 function createTable(db: Kysely<any>, dialect: Dialect, name: string) {
@@ -116,5 +117,14 @@ export const peopleMigrations: Migrations = {
       }
     },
   },
+  '0003-people-stored-record': {
+    // Each person's record as JSON text, rendered when the person is written, so a
+    // listing sends it as it is (storedRecord.ts; on SQLite). The people already there
+    // are rendered now; a later change to the record's fields sets the column NULL and
+    // renders again.
+    async up(db, dialect) {
+      await db.schema.alterTable('people').addColumn('record_text', 'text').execute()
+      await storedRecords(dialect).renderStale(db, null)
+    },
+  },
 }
-

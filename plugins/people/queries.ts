@@ -1,10 +1,12 @@
 import { badRequest, isUniqueViolation, notFound } from '../../kernel/sdk.ts'
 import { columnsFromInput, personRecord, recordColumns, type PersonColumns, type PersonInput, type PersonRecord, type RecordRow } from './fields.ts'
 import { inScope, type PeopleDb, type PeopleRoom, type Scope } from './scope.ts'
+import type { StoredRecords } from './storedRecord.ts'
 
 /**
  * The single-person operations (D13). Each answers the person as stored, read back
- * after the write, so the answer is exactly what a later listing shows.
+ * after the write, so the answer is exactly what a later listing shows. Each write
+ * renders the person's stored record again in its own transaction (storedRecord.ts).
  */
 
 /** The same answer for "no such Id" and "someone else's Id" (D6: never reveal another tenant's object). */
@@ -16,6 +18,24 @@ export async function findPerson(db: PeopleDb, scope: Scope, id: number): Promis
   const row = await db.selectFrom('people').select(recordColumns).where('id', '=', id).where(inScope(scope)).executeTakeFirst()
   if (!row) throw personNotFound(id)
   return row
+}
+
+/**
+ * Writes `columns` (and DateEdit) over one person of the scope and renders its stored
+ * record, in one transaction: a concurrent write to the same person waits for both, so
+ * the text always matches the columns. `db` may already be a transaction.
+ */
+async function updatePerson(db: PeopleDb, scope: Scope, id: number, columns: PersonColumns, now: number, records: StoredRecords): Promise<void> {
+  const update = (trx: PeopleDb) => trx.updateTable('people').set({ ...columns, date_edit: now }).where('id', '=', id).where(inScope(scope)).execute()
+  if (!records.kept) {
+    await update(db)
+    return
+  }
+  const write = async (trx: PeopleDb) => {
+    await update(trx)
+    await records.render(trx, [id])
+  }
+  await (db.isTransaction ? write(db) : db.transaction().execute(write))
 }
 
 /**
@@ -44,7 +64,7 @@ async function writing<T>(input: PersonInput, write: () => Promise<T>): Promise<
   }
 }
 
-export async function createPerson(db: PeopleDb, scope: Scope, input: PersonInput, now: number, room: PeopleRoom): Promise<PersonRecord> {
+export async function createPerson(db: PeopleDb, scope: Scope, input: PersonInput, now: number, room: PeopleRoom, records: StoredRecords): Promise<PersonRecord> {
   const custno = custnoFor(scope, input.Custno)
   if (typeof custno === 'string') throw badRequest(custno)
   const columns = checkedColumns(input)
@@ -52,7 +72,9 @@ export async function createPerson(db: PeopleDb, scope: Scope, input: PersonInpu
   const inserted = await writing(input, () =>
     db.transaction().execute(async (trx) => {
       await room(trx, [{ parent: scope.parent, custno, count: 1 }])
-      return trx.insertInto('people').values({ ...columns, parent: scope.parent, custno, created: now, date_edit: now }).executeTakeFirstOrThrow()
+      const written = await trx.insertInto('people').values({ ...columns, parent: scope.parent, custno, created: now, date_edit: now }).executeTakeFirstOrThrow()
+      await records.render(trx, [Number(written.insertId)])
+      return written
     }),
   )
   return personRecord(await findPerson(db, scope, Number(inserted.insertId)))
@@ -64,7 +86,7 @@ export interface ChangedPerson {
 }
 
 /** Changes only the given fields of a person in the scope; answers both versions (the caller drops caches of each). */
-export async function changePerson(db: PeopleDb, scope: Scope, id: number, input: PersonInput, now: number): Promise<ChangedPerson> {
+export async function changePerson(db: PeopleDb, scope: Scope, id: number, input: PersonInput, now: number, records: StoredRecords): Promise<ChangedPerson> {
   const before = await findPerson(db, scope, id)
   const columns = checkedColumns(input)
   if ('last_name' in columns && !columns.last_name) throw badRequest('LastName cannot be emptied.')
@@ -73,27 +95,25 @@ export async function changePerson(db: PeopleDb, scope: Scope, id: number, input
     if (typeof custno === 'string') throw badRequest(custno)
     columns.custno = custno
   }
-  await writing(input, () =>
-    db.updateTable('people').set({ ...columns, date_edit: now }).where('id', '=', id).where(inScope(scope)).execute(),
-  )
+  await writing(input, () => updatePerson(db, scope, id, columns, now, records))
   // Still in scope after a move: only a parent-wide key may change Custno, and it sees every Custno.
   return { before, after: personRecord(await findPerson(db, scope, id)) }
 }
 
 /** Sets columns the server owns (Deleted, TermDate, Photo) on one person of the scope. */
-export async function setPersonColumns(db: PeopleDb, scope: Scope, id: number, columns: PersonColumns, now: number): Promise<ChangedPerson> {
+export async function setPersonColumns(db: PeopleDb, scope: Scope, id: number, columns: PersonColumns, now: number, records: StoredRecords): Promise<ChangedPerson> {
   const before = await findPerson(db, scope, id)
-  await db.updateTable('people').set({ ...columns, date_edit: now }).where('id', '=', id).where(inScope(scope)).execute()
+  await updatePerson(db, scope, id, columns, now, records)
   return { before, after: personRecord(await findPerson(db, scope, id)) }
 }
 
 /** OneRecall: a deleted person counts again, so the tenant's MaxPeople must have room for it. */
-export async function recallPerson(db: PeopleDb, scope: Scope, id: number, now: number, room: PeopleRoom): Promise<ChangedPerson> {
+export async function recallPerson(db: PeopleDb, scope: Scope, id: number, now: number, room: PeopleRoom, records: StoredRecords): Promise<ChangedPerson> {
   const before = await findPerson(db, scope, id)
-  if (Number(before.deleted) === 0) return setPersonColumns(db, scope, id, { deleted: 0 }, now)
+  if (Number(before.deleted) === 0) return setPersonColumns(db, scope, id, { deleted: 0 }, now, records)
   await db.transaction().execute(async (trx) => {
     await room(trx, [{ parent: Number(before.parent), custno: Number(before.custno), count: 1 }])
-    await trx.updateTable('people').set({ deleted: 0, date_edit: now }).where('id', '=', id).where(inScope(scope)).execute()
+    await updatePerson(trx, scope, id, { deleted: 0 }, now, records)
   })
   return { before, after: personRecord(await findPerson(db, scope, id)) }
 }

@@ -1,10 +1,11 @@
-import { badRequest, calendarDayAt, defineRoute, type CachePolicy, type Call, type KernelServices, type Route } from '../../kernel/sdk.ts'
+import { badRequest, calendarDayAt, defineRoute, type JsonText, type CachePolicy, type Call, type KernelServices, type Route } from '../../kernel/sdk.ts'
 import { columnsFromInput, personRecordFields, todayText, type PersonInput } from './fields.ts'
-import { listingRows, planListing, runListing, type ListingAnswer, type ListingParameters, type ListingSet, type ListingMemo } from './listing.ts'
+import { listingRows, planListing, runListing, type ListedPage, type ListingParameters, type ListingSet, type ListingMemo } from './listing.ts'
 import { changePerson, createPerson, findPerson, recallPerson, setPersonColumns, type ChangedPerson } from './queries.ts'
 import { decodeImage, removeStoredPhoto, storePhoto } from './photos.ts'
 import { finishImport, importBatch, startImport } from './import.ts'
 import { bulkWriter } from './bulkWrite.ts'
+import { storedRecords } from './storedRecord.ts'
 import { countPeople, dropCachedListings, listingPartition, peopleRoom, scopeOf, type PeopleDb, type Scope } from './scope.ts'
 import { peopleToday } from './today.ts'
 import { photoAnswer } from './photoAnswer.ts'
@@ -29,6 +30,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
   kernel.tenants.countUsage('People', countPeople)
   const room = peopleRoom(kernel)
   const bulk = bulkWriter(kernel.dialect)
+  const records = storedRecords(kernel.dialect)
 
   /**
    * Listings are cached an hour per scope (D11); the query string, body and format are
@@ -42,12 +44,15 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
   /** A listing's Total and page anchors, kept in the same partition as the cached pages (and dropped with them). */
   const listingMemo = (scope: Scope): ListingMemo => (name, compute) => kernel.cache.remember(listingPartition(scope), name, 3600, compute)
 
-  /** D12: a CSV listing is one row per person, so Total, Page and Next travel in headers. */
-  function answerListing(call: Call<any, any>, answer: ListingAnswer): ListingAnswer {
-    call.setHeader('X-Total-Count', String(answer.Total))
-    call.setHeader('X-Page', answer.Page)
-    if (answer.Next !== undefined) call.setHeader('X-Next', answer.Next)
-    return answer
+  /**
+   * D12: a CSV listing is one row per person, so Total, Page and Next travel in headers.
+   * The body is JSON text (a json answer sends it as it is; xml and csv get its value).
+   */
+  function answerListing(call: Call<any, any>, listed: ListedPage): JsonText {
+    call.setHeader('X-Total-Count', String(listed.Total))
+    call.setHeader('X-Page', listed.Page)
+    if (listed.Next !== undefined) call.setHeader('X-Next', listed.Next)
+    return listed.body
   }
 
   /** After a single-person write: the person's customer may have changed (a parent-wide key moving it). */
@@ -135,11 +140,11 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
         const { Id, ...input } = call.body
         const scope = scopeOf(call.caller)
         if (Id === undefined) {
-          const created = await createPerson(db, scope, input, kernel.clock(), room)
+          const created = await createPerson(db, scope, input, kernel.clock(), room, records)
           dropCachedListings(kernel, scope.parent, [created.Custno])
           return created
         }
-        return changed(call, await changePerson(db, scope, Id, input, kernel.clock()))
+        return changed(call, await changePerson(db, scope, Id, input, kernel.clock(), records))
       },
     }),
     defineRoute<{ Id: number; Photo?: string | null; Image?: string; Type?: string }>({
@@ -159,7 +164,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
           const image = decodeImage(Image, Type)
           location = await storePhoto(kernel.config.dataDir, { parent: Number(person.parent), custno: Number(person.custno) }, Id, image.bytes, image.type)
         }
-        const result = await setPersonColumns(db, scope, Id, { photo: location, has_photo: location ? 1 : 0 }, kernel.clock())
+        const result = await setPersonColumns(db, scope, Id, { photo: location, has_photo: location ? 1 : 0 }, kernel.clock(), records)
         if (result.before.photo !== location) {
           await removeStoredPhoto(kernel.config.dataDir, result.before.photo, { parent: Number(person.parent), custno: Number(person.custno), personId: Id })
         }
@@ -171,14 +176,14 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       path: '/People/Update/OneRemove',
       body: schemas.idBody,
       xml: { root: 'Person' },
-      handler: async (call) => changed(call, await setPersonColumns(db, scopeOf(call.caller), call.body.Id, { deleted: 1 }, kernel.clock())),
+      handler: async (call) => changed(call, await setPersonColumns(db, scopeOf(call.caller), call.body.Id, { deleted: 1 }, kernel.clock(), records)),
     }),
     defineRoute<{ Id: number }>({
       method: 'POST',
       path: '/People/Update/OneRecall',
       body: schemas.idBody,
       xml: { root: 'Person' },
-      handler: async (call) => changed(call, await recallPerson(db, scopeOf(call.caller), call.body.Id, kernel.clock(), room)),
+      handler: async (call) => changed(call, await recallPerson(db, scopeOf(call.caller), call.body.Id, kernel.clock(), room, records)),
     }),
     defineRoute<{ Id: number; TermDate?: string }>({
       method: 'POST',
@@ -189,7 +194,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
         const now = kernel.clock()
         const columns = columnsFromInput({ TermDate: call.body.TermDate ?? todayText(now) })
         if (typeof columns === 'string') throw badRequest(columns)
-        return changed(call, await setPersonColumns(db, scopeOf(call.caller), call.body.Id, columns, now))
+        return changed(call, await setPersonColumns(db, scopeOf(call.caller), call.body.Id, columns, now, records))
       },
     }),
 
@@ -208,7 +213,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       xml: { root: 'ImportBatch', item: 'Rejection' },
       async handler(call) {
         const scope = scopeOf(call.caller)
-        const { answer, touchedCustnos } = await importBatch(db, scope, call.body, kernel.clock(), { room, bulk, readCommitted: kernel.dialect === 'mysql' })
+        const { answer, touchedCustnos } = await importBatch(db, scope, call.body, kernel.clock(), { room, bulk, readCommitted: kernel.dialect === 'mysql', records })
         if (touchedCustnos.length > 0) dropCachedListings(kernel, scope.parent, touchedCustnos)
         return answer
       },
@@ -220,7 +225,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       xml: { root: 'Import' },
       async handler(call) {
         const scope = scopeOf(call.caller)
-        const { answer, touchedCustnos } = await finishImport(db, scope, call.body.ImportId, kernel.clock(), kernel.events)
+        const { answer, touchedCustnos } = await finishImport(db, scope, call.body.ImportId, kernel.clock(), records, kernel.events)
         if (touchedCustnos.length > 0) dropCachedListings(kernel, scope.parent, touchedCustnos)
         return answer
       },

@@ -50,6 +50,11 @@ export interface PeopleTable {
   date_edit: number
   /** The last import that delivered this person; importterm terminates the ones it did not. */
   seen_import: number | null
+  /**
+   * The person's record (interface 2.4) as JSON text after its Id, rendered whenever the
+   * person is written, so a listing sends it as it is (storedRecord.ts). NULL: not yet rendered.
+   */
+  record_text: string | null
 }
 
 export interface PeopleImportsTable {

@@ -11,8 +11,9 @@ import { join } from 'node:path'
 import { sql } from 'kysely'
 import { openDatabase, type Database, type Dialect } from '../../kernel/storage/database.ts'
 import { bulkWriter, type BulkRow } from '../../plugins/people/bulkWrite.ts'
-import { columnsFromInput } from '../../plugins/people/fields.ts'
+import { columnsFromInput, rememberingHttpDate } from '../../plugins/people/fields.ts'
 import { newPersonColumns, newPersonValues } from '../../plugins/people/import.ts'
+import { storedRecords } from '../../plugins/people/storedRecord.ts'
 import { databaseUrl } from './settings.ts'
 
 const copy = 'bench_floor_people'
@@ -54,10 +55,12 @@ export async function importFloor(dataDir: string, people: Record<string, unknow
     const copied = await indexCount(db, dialect, copy)
     if (copied !== expected) throw new Error(`floor: the copy has ${copied} indexes, people ${expected}`)
     const now = Date.now()
+    const formatDate = rememberingHttpDate()
+    const records = storedRecords(dialect)
     const rows: BulkRow[] = people.map((person) => {
       const columns = columnsFromInput(person)
       if (typeof columns === 'string') throw new Error(`floor: ${columns}`)
-      return newPersonValues(columns, 1, 1, 0, now)
+      return newPersonValues(columns, 1, 1, 0, now, records, formatDate)
     })
     const bulk = bulkWriter(dialect, copy)
     const started = performance.now()
