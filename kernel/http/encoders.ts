@@ -3,7 +3,7 @@ import Papa from 'papaparse'
 import type { ResponseFormat, Route } from '../plugin.ts'
 import { xmlName, xmlSafe } from './xmlSafe.ts'
 import { RawAnswer } from './rawAnswer.ts'
-import { JsonText } from './jsonText.ts'
+import { answerValue, JsonText } from './jsonText.ts'
 
 export interface Encoded {
   body: Buffer
@@ -91,7 +91,7 @@ function xmlContent(result: unknown, xml: Route['xml']): unknown {
 export function encode(answer: unknown, format: ResponseFormat, route: Pick<Route, 'xml' | 'csv' | 'csvColumns'>, csvRows?: unknown[]): Encoded {
   if (answer instanceof RawAnswer) return { body: answer.body, contentType: answer.contentType, status: answer.status }
   if (answer instanceof JsonText && format === 'json') return { body: Buffer.from(answer.text), contentType: contentTypes.json }
-  const result = answer instanceof JsonText ? answer.value() : answer
+  const result = answerValue(answer)
   if (format === 'json') return { body: Buffer.from(JSON.stringify(result)), contentType: contentTypes.json }
   if (format === 'xml') {
     // xmlSafe: no stored text or field name can make the encoder throw (xmlSafe.ts).

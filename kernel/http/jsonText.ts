@@ -26,3 +26,8 @@ export class JsonText {
     return this.value()
   }
 }
+
+/** A handler's answer as a value: a JsonText parsed, anything else as it is. */
+export function answerValue(answer: unknown): unknown {
+  return answer instanceof JsonText ? answer.value() : answer
+}

@@ -1,14 +1,14 @@
 import type { Stage } from '../pipeline.ts'
 import type { Exchange } from '../exchange.ts'
 import { encode } from '../encoders.ts'
-import { JsonText } from '../jsonText.ts'
+import { answerValue } from '../jsonText.ts'
 
 /** Runs the plugin's handler and encodes its answer in the call's format. */
 export function handleStage(): Stage {
   function finish(exchange: Exchange, result: unknown): void {
     const route = exchange.mounted.route
     exchange.result = result
-    const rows = exchange.format === 'csv' && route.csv ? route.csv(result instanceof JsonText ? result.value() : result, exchange) : undefined
+    const rows = exchange.format === 'csv' && route.csv ? route.csv(answerValue(result), exchange) : undefined
     const encoded = encode(result, exchange.format, route, rows)
     exchange.answer = { status: encoded.status ?? 200, body: encoded.body, contentType: encoded.contentType, headers: exchange.extraHeaders }
   }
