@@ -24,9 +24,24 @@ export function formatGoal(line: GoalLine): string {
   return `goal ${line.goal} ${line.name} ${line.database}: ${line.measured} ${line.status}`
 }
 
-/** Rounds for display: two decimals for ratios, one for milliseconds. */
-export const ratio = (value: number) => `${value.toFixed(2)}x`
-export const ms = (value: number) => `${Number(value.toFixed(1))} ms`
+/** Whether a figure meets its target, e.g. `(value) => value >= 0.85`. */
+export type Target = (value: number) => boolean
+
+/**
+ * `value` rounded to `decimals`, or to as many more (up to 6) as it takes for the
+ * printed figure to meet `target` exactly when the value does: 0.8496 against `>= 0.85`
+ * prints `0.8496`, never `0.85` beside NOT MET.
+ */
+export function figure(value: number, decimals: number, target?: Target): string {
+  let text = value.toFixed(decimals)
+  for (let more = decimals + 1; target && more <= 6 && target(Number(text)) !== target(value); more++) text = value.toFixed(more)
+  return text
+}
+
+/** A ratio for display: two decimals, more where its target needs them. */
+export const ratio = (value: number, target?: Target) => `${figure(value, 2, target)}x`
+/** Milliseconds for display: one decimal at most, more where its target needs them. */
+export const ms = (value: number, target?: Target) => `${Number(figure(value, 1, target))} ms`
 
 export class GoalReport {
   readonly lines: GoalLine[] = []

@@ -13,7 +13,7 @@
  */
 import { readFileSync } from 'node:fs'
 import type { BenchContext } from './context.ts'
-import { ms } from './goals.ts'
+import { figure, ms, type Target } from './goals.ts'
 import { importFloor } from './importFloor.ts'
 import { call, measure, summarise } from './load.ts'
 import { startService } from './processes.ts'
@@ -21,6 +21,9 @@ import { databaseUrl, peopleWorkers } from './settings.ts'
 
 const batchSize = 10_000
 const listingTarget = 20
+/** Goals 3 and 5 are over 100,000 people: a smaller BENCH_PEOPLE measures, it does not meet them. */
+const goalPeople = 100_000
+const shortOf = (peopleCount: number) => (peopleCount < goalPeople ? ` (only ${peopleCount} people: the goal is ${goalPeople})` : '')
 const importTargets = { sqlite: 4, mariadb: 8 }
 
 function memory(pid: number, field: 'VmRSS' | 'VmHWM'): number {
@@ -64,7 +67,9 @@ async function importGoal(context: BenchContext, database: 'sqlite' | 'mariadb',
   const floorAfter = await importFloor(context.dataDir, roster, batchSize)
   const floor = (floorBefore + floorAfter) / 2
   const floorText = `the database alone writes the same rows in ${floorBefore.toFixed(1)} s before and ${floorAfter.toFixed(1)} s after, so the service adds about ${(seconds - floor).toFixed(1)} s`
-  goals.add(5, 'import', `${seconds.toFixed(1)} s for ${peopleCount} people (target < ${target} s), in batches of ${batchSize}, service peak RSS ${peak} MB (${rssBefore} MB before); ${floorText}`, seconds < target)
+  const importMet: Target = (value) => value < target
+  goals.add(5, 'import', `${figure(seconds, 1, importMet)} s for ${peopleCount} people (target < ${target} s), in batches of ${batchSize}, service peak RSS ${peak} MB (${rssBefore} MB before); ${floorText}${shortOf(peopleCount)}`,
+    importMet(seconds) && peopleCount >= goalPeople)
   rows.push({ scenario: `goal 5: import ${peopleCount} people (s)`, requestsPerSecond: 0, p50: 0, p99: 0, ratioToBare: null, non2xx: 0, errors: 0, note: `${seconds.toFixed(1)} s, peak RSS ${peak} MB; ${floorText}` })
 }
 
@@ -90,11 +95,12 @@ export async function peopleGoals(context: BenchContext, peopleCount: number): P
       [`page ${deep} of ${pages} by number`, `/People/Read/Missing?size=${size}&page=${deep}`],
     ]
     if (beforeDeep.Next) cases.push([`page ${deep} of ${pages} by cursor`, `/People/Read/Missing?size=${size}&after=${beforeDeep.Next}`])
+    const p99Met: Target = (value) => value < listingTarget
     for (const [name, path] of cases) {
       const measured = await measure(uncached.base + path, { method: 'GET', path, key: reader }, { serverPid: peopleWorkers === 1 ? uncached.child.pid : undefined })
       const { result } = measured
-      const met = result.latency.p99 < listingTarget && result.non2xx === 0
-      goals.add(3, `people ${name}${processes}`, `p99 ${ms(result.latency.p99)} (target < ${listingTarget} ms); ${Math.round(result.requests.average)} req/s, p50 ${ms(result.latency.p50)}, non-2xx ${result.non2xx}`, met)
+      goals.add(3, `people ${name}${processes}`, `p99 ${ms(result.latency.p99, p99Met)} (target < ${listingTarget} ms); ${Math.round(result.requests.average)} req/s, p50 ${ms(result.latency.p50)}, non-2xx ${result.non2xx}${shortOf(peopleCount)}`,
+        p99Met(result.latency.p99) && result.non2xx === 0 && peopleCount >= goalPeople)
       rows.push(summarise(`goal 3: GET /People/Read/Missing ${name}, ${first.Total} of ${peopleCount} people missing a photo, uncached${processes}`, measured, null))
     }
   } finally {
