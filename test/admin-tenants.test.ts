@@ -4,23 +4,8 @@
  * service's database; the printed player key works at once and reads people only.
  */
 import t from 'tap'
-import { execFile } from 'node:child_process'
-import { startService, type Service } from './helpers/service.ts'
-
-interface Run {
-  code: number
-  stdout: string
-  stderr: string
-}
-
-function admin(service: Service, ...words: string[]): Promise<Run> {
-  const env = { ...process.env, DATA_DIR: service.config.dataDir, DATABASE_URL: service.config.databaseUrl ?? '', PLUGINS: '' }
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', 'scripts/admin.ts', ...words], { env, encoding: 'utf8' }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr })
-    })
-  })
-}
+import { startService } from './helpers/service.ts'
+import { adminOn as admin } from './helpers/adminCli.ts'
 
 // SQLite only: each command is a process start (seconds); the kernel code behind them is
 // tested on both databases by tenant-limits, account-read and people-today.

@@ -6,6 +6,7 @@
  */
 import t from 'tap'
 import { forEachDatabase, startService } from './helpers/service.ts'
+import { adminOn } from './helpers/adminCli.ts'
 import { insertKey, keyTestGroups, rootGroupIds } from './helpers/keys.ts'
 import { AuditRetention } from '../kernel/audit/auditRetention.ts'
 
@@ -117,14 +118,8 @@ t.test('records past the retention are purged', (t) =>
 
 // SQLite only: each command is a process start (seconds); the kernel code is shared with the API.
 t.test('operator changes through the CLI leave one record each, by operator', async (t) => {
-  const { execFile } = await import('node:child_process')
   const service = await startService(t, { kind: 'sqlite' })
-  const admin = (...words: string[]) => new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    const env = { ...process.env, DATA_DIR: service.config.dataDir, DATABASE_URL: '', PLUGINS: '' }
-    execFile(process.execPath, ['--import', 'tsx', 'scripts/admin.ts', ...words], { env, encoding: 'utf8' }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr })
-    })
-  })
+  const admin = (...words: string[]) => adminOn(service, ...words)
   const records = () => service.kernel.database.db.selectFrom('api_audit').selectAll().orderBy('id').execute()
   const target = await insertKey(service, { display_name: 'Operated', parent: 5, custno: 0 }, [])
   const steps: [string[], string, number, number][] = [

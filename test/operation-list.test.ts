@@ -4,11 +4,10 @@
  * operator's ACL edit, DayPass and disabled plugins. On SQLite and MariaDB.
  */
 import t, { type Test } from 'tap'
-import { execFile } from 'node:child_process'
-import { promisify } from 'node:util'
 import { XMLParser } from 'fast-xml-parser'
 import Papa from 'papaparse'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
+import { adminOn } from './helpers/adminCli.ts'
 import { groupNamed } from './helpers/keys.ts'
 import type { SigningKey } from '../kernel/auth/signature.ts'
 import { loadConfig } from '../kernel/boot/config.ts'
@@ -112,13 +111,12 @@ t.test('what a key sees follows its groups, an operator\'s ACL edit and its DayP
 
     // The operator adds an ACL entry to the key's group with the admin CLI; the running
     // service picks it up within cache.keyTtlSeconds, which accessChanged() stands for.
-    const env: Record<string, string> = { ...process.env as Record<string, string>, DATA_DIR: service.config.dataDir }
-    if (service.config.databaseUrl) env.DATABASE_URL = service.config.databaseUrl
-    // Not execFileSync: the service runs in this process, and a blocked event loop (the
-    // CLI took over 5 s on a slow machine) let its keep-alive timeout close the client's
-    // idle connection just as the next fetch reused it (ECONNRESET).
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'scripts/admin.ts', 'acl', 'add', '--path', '/People/Read/*', '--name', 'Operator: people reads', '--group', String(listReader), '--json'], { env, encoding: 'utf8' })
-    const added = JSON.parse(stdout)
+    // Awaited, not execFileSync: the service runs in this process, and a blocked event
+    // loop (the CLI took over 5 s on a slow machine) let its keep-alive timeout close the
+    // client's idle connection just as the next fetch reused it (ECONNRESET).
+    const run = await adminOn(service, 'acl', 'add', '--path', '/People/Read/*', '--name', 'Operator: people reads', '--group', String(listReader), '--json')
+    t.equal(run.code, 0, run.stderr)
+    const added = JSON.parse(run.stdout)
     t.equal(added.Path, '/People/Read/*')
     service.kernel.services.keys.accessChanged()
     const list = await listOf(t, service, key)

@@ -5,8 +5,8 @@
  * the key's and the tenant's windows; `admin tenant set --max-hits` sets it.
  */
 import t from 'tap'
-import { execFile } from 'node:child_process'
-import { forEachDatabase, startService, type Service } from './helpers/service.ts'
+import { forEachDatabase, startService } from './helpers/service.ts'
+import { adminOn as admin } from './helpers/adminCli.ts'
 import { insertKey, type TestKey } from './helpers/keys.ts'
 import { setEntitlement } from './helpers/tenants.ts'
 
@@ -79,15 +79,6 @@ t.test('a key\'s own window refuses with its own text; the tenant\'s count is gi
   t.same(Object.keys(limits.json), ['Tenant'])
   t.match(limits.json.Tenant, { '1Hour': { Limit: 50, Remain: 47 } }, 'two calls and this read: the refused call spent nothing of the tenant\'s hour')
 })
-
-function admin(service: Service, ...words: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = { ...process.env, DATA_DIR: service.config.dataDir, DATABASE_URL: service.config.databaseUrl ?? '', PLUGINS: '' }
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', 'scripts/admin.ts', ...words], { env, encoding: 'utf8' }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr })
-    })
-  })
-}
 
 // SQLite only: each command is a process start; the kernel code behind it is tested on both databases above.
 t.test('admin tenant set --max-hits', async (t) => {

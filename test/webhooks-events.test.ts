@@ -6,8 +6,9 @@
  * key.changed like the API; webhooks.maxPerTenant. On SQLite and MariaDB.
  */
 import t from 'tap'
-import { execFile } from 'node:child_process'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
+// The operator CLI on the service's database, with the default plugins (the webhooks outbox among them).
+import { adminOn as admin } from './helpers/adminCli.ts'
 import { insertKey, keyTestGroups } from './helpers/keys.ts'
 import { setEntitlement } from './helpers/tenants.ts'
 import { fastWebhooks, startReceiver, type Receiver } from './helpers/webhookReceiver.ts'
@@ -24,15 +25,6 @@ async function createWebhook(service: Service, receiver: Receiver, events: strin
   return created.json as { Id: number; Secret: string }
 }
 
-/** The operator CLI on the service's database, with the default plugins (the webhooks outbox among them). */
-function admin(service: Service, ...words: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = { ...process.env, DATA_DIR: service.config.dataDir, DATABASE_URL: service.config.databaseUrl ?? '' }
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', 'scripts/admin.ts', ...words], { env, encoding: 'utf8' }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr })
-    })
-  })
-}
 
 t.test('key.usage from credits: 80 % and 100 % of a Refill Amount, running out without one', (t) =>
   forEachDatabase(t, async (t, kind) => {

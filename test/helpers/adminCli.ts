@@ -1,6 +1,7 @@
 /** Runs the operator CLI (scripts/admin.ts) as the operator does: a child process on an environment. */
 import { spawn } from 'node:child_process'
 import { openSync, closeSync } from 'node:fs'
+import type { Service } from './service.ts'
 
 export interface CliResult {
   code: number | null
@@ -27,4 +28,12 @@ export function runAdmin(args: string[], env: Record<string, string | undefined>
       resolve({ code, stdout: out, stderr: err })
     })
   })
+}
+
+/**
+ * The CLI on a running test service's own data folder and database, with the default
+ * plugins whatever the shell's PLUGINS says: an operator's command beside the service.
+ */
+export function adminOn(service: Service, ...words: string[]): Promise<CliResult> {
+  return runAdmin(words, { DATA_DIR: service.config.dataDir, DATABASE_URL: service.config.databaseUrl ?? undefined, PLUGINS: undefined })
 }
