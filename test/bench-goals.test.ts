@@ -5,7 +5,7 @@
  * `0.85x level 0 (target >= 0.85) ... NOT MET`.
  */
 import t from 'tap'
-import { figure, formatGoal, ms, ratio, type Target } from '../scripts/bench/goals.ts'
+import { figure, formatGoal, ms, ratio, shortOf, type Target } from '../scripts/bench/goals.ts'
 
 const atLeast = (target: number): Target => (value) => value >= target
 const below = (target: number): Target => (value) => value < target
@@ -47,4 +47,10 @@ t.test('the printed figure and the status always agree', async (t) => {
 t.test('a goal line names the goal, what was measured, the database and its status', async (t) => {
   t.equal(formatGoal({ goal: 2, name: 'log2', database: 'sqlite', measured: `${ratio(0.849, atLeast(0.85))} level 0 (target >= 0.85)`, status: 'NOT MET' }),
     'goal 2 log2 sqlite: 0.849x level 0 (target >= 0.85) NOT MET')
+})
+
+t.test('a run short of the count a goal names says so on its line', async (t) => {
+  t.equal(shortOf(3000, 100_000, 'people'), ' (only 3000 people: the goal is 100000)')
+  t.equal(shortOf(100_000, 100_000, 'people'), '', 'the whole count: nothing said')
+  t.equal(shortOf(1_200_000, 1_000_000, 'keys'), '')
 })

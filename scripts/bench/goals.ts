@@ -43,6 +43,9 @@ export const ratio = (value: number, target?: Target) => `${figure(value, 2, tar
 /** Milliseconds for display: one decimal at most, more where its target needs them. */
 export const ms = (value: number, target?: Target) => `${Number(figure(value, 1, target))} ms`
 
+/** Said on a goal's line when the run had fewer people or keys than the goal names: it does not meet it. */
+export const shortOf = (count: number, goal: number, what: string) => (count < goal ? ` (only ${count} ${what}: the goal is ${goal})` : '')
+
 export class GoalReport {
   readonly lines: GoalLine[] = []
 
