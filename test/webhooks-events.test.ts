@@ -25,7 +25,6 @@ async function createWebhook(service: Service, receiver: Receiver, events: strin
   return created.json as { Id: number; Secret: string }
 }
 
-
 t.test('key.usage from credits: 80 % and 100 % of a Refill Amount, running out without one', (t) =>
   forEachDatabase(t, async (t, kind) => {
     const service = await startService(t, { kind, config: fastWebhooks })
