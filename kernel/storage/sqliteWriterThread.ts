@@ -63,13 +63,18 @@ function upsertFor(table) {
 }
 
 // Prepared once per table and column list; identifiers are the kernel's, values are bound.
+// 'or fail': a batch is all or nothing by its transaction, so a statement that fails
+// halfway need not undo its own rows. A plain insert would (abort), and to be able to,
+// SQLite copies every page each multi-row statement touches into a statement journal
+// that spills to a temporary file: 1.3 µs of a level-0 row's 4.9, 1.8 of a level-2
+// row's 7.9 (medians, docs/benchmarks.md).
 const inserters = new Map()
 function inserterFor(table, columns) {
   const name = table + '(' + columns.join(',') + ')'
   let inserter = inserters.get(name)
   if (inserter) return inserter
   const tuple = '(' + columns.map(() => '?').join(', ') + ')'
-  const insertOf = (count) => file.prepare('insert into ' + quote(table) + ' (' + columns.map(quote).join(', ') + ') values ' + Array(count).fill(tuple).join(', '))
+  const insertOf = (count) => file.prepare('insert or fail into ' + quote(table) + ' (' + columns.map(quote).join(', ') + ') values ' + Array(count).fill(tuple).join(', '))
   const width = columns.length
   const chunk = Math.max(1, Math.min(workerData.rowsPerStatement, Math.floor(32766 / width)))
   const single = insertOf(1)
