@@ -18,6 +18,7 @@ const identity = ['parent', 'custno', 'source_id']
 
 export type BulkRow = Record<string, unknown>
 
+/** Every write is given `trx`, a transaction that a failed statement rolls back whole (see below). */
 export interface BulkWriter {
   /** Inserts `rows`, each holding every one of `columns`. */
   insert(trx: Kysely<any>, columns: readonly string[], rows: readonly BulkRow[]): Promise<void>
@@ -32,9 +33,15 @@ export interface BulkWriter {
 /** `table` is `people`, or a copy of it (the benchmark times the same writes into one, scripts/bench/importFloor.ts). */
 export function bulkWriter(dialect: Dialect, table = 'people'): BulkWriter {
   const quote = dialect === 'mysql' ? (name: string) => `\`${name}\`` : (name: string) => `"${name}"`
+  // SQLite: 'or fail', since every caller writes inside a transaction that a failed
+  // statement rolls back whole. A plain insert must be able to undo its own rows, so
+  // SQLite copies each page a 1,000-row statement touches (some 15 MB over people's 22
+  // indexes) into a statement journal in a temporary file: the database alone took
+  // 2.8-3.1 s to write 100,000 people that way, 2.4-2.5 s without (docs/benchmarks.md).
+  const insert = dialect === 'sqlite' ? 'insert or fail into' : 'insert into'
   const insertText = (columns: readonly string[], count: number) => {
     const tuple = `(${columns.map(() => '?').join(', ')})`
-    return `insert into ${quote(table)} (${columns.map(quote).join(', ')}) values ${Array(count).fill(tuple).join(', ')}`
+    return `${insert} ${quote(table)} (${columns.map(quote).join(', ')}) values ${Array(count).fill(tuple).join(', ')}`
   }
   const onConflict = (update: readonly string[]) => dialect === 'mysql'
     ? ` on duplicate key update ${update.map((column) => `${quote(column)} = values(${quote(column)})`).join(', ')}`
