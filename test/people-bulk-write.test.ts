@@ -3,8 +3,8 @@
  * with: 1,000 rows a statement, inside the caller's transaction. What an import relies
  * on ("never half-written"): a row that fails in any statement of a batch, the first or
  * a later one, leaves nothing of the batch, on both databases. On SQLite the statements
- * are `insert or fail` (no statement journal, since the transaction undoes them), so
- * this is what keeps a failed statement's earlier rows from staying.
+ * are `insert or fail` (no statement journal): a failed one keeps the rows it wrote
+ * before the failure, and only the transaction's rollback takes them away again.
  */
 import t, { type Test } from 'tap'
 import { mkdtempSync, rmSync } from 'node:fs'
