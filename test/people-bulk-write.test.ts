@@ -15,6 +15,7 @@ import { openDatabase, isUniqueViolation, type Database } from '../kernel/storag
 import { bulkWriter, rowsPerStatement } from '../plugins/people/bulkWrite.ts'
 import { forEachDatabase, type DatabaseKind } from './helpers/service.ts'
 import { createScratchDatabase } from './helpers/scratchDatabase.ts'
+import { failure } from './helpers/failure.ts'
 
 const table = 'bulk_people'
 const columns = ['parent', 'custno', 'source_id', 'last_name']
@@ -55,8 +56,7 @@ t.test('a batch that fails in any of its statements writes none of its rows', (t
       'in a later statement, after a full one succeeded': [...range(1, rowsPerStatement + 200), 0],
     }
     for (const [where, indexes] of Object.entries(batches)) {
-      const failed = await database.db.transaction().execute((trx) => bulk.insert(trx, columns, indexes.map((index) => person(index))))
-        .then(() => null, (error: unknown) => error as Error & { code?: string })
+      const failed = await failure(database.db.transaction().execute((trx) => bulk.insert(trx, columns, indexes.map((index) => person(index)))))
       t.ok(isUniqueViolation(failed), `${where}: a unique violation (${failed?.code})`)
       t.same((await stored(database)).map((row) => row.source_id), ['S0'], `${where}: none of the ${indexes.length} rows is stored`)
     }

@@ -20,6 +20,7 @@ import { isStoreOutage, isUniqueViolation, mysqlPoolOptions } from '../kernel/st
 import { forEachDatabase, type DatabaseKind } from './helpers/service.ts'
 import { createScratchDatabase } from './helpers/scratchDatabase.ts'
 import { freePort } from './helpers/freePort.ts'
+import { failure } from './helpers/failure.ts'
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
@@ -68,7 +69,6 @@ async function crash(thread: Worker): Promise<void> {
   thread.ref()
   await thread.terminate()
 }
-const failure = (promise: Promise<unknown>) => promise.then(() => null, (error: unknown) => error as Error & { code?: string })
 
 t.test('batches are written whole and in order; bytes become text', (t) =>
   forEachDatabase(t, async (t, kind) => {
