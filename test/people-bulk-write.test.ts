@@ -16,6 +16,7 @@ import { bulkWriter, rowsPerStatement } from '../plugins/people/bulkWrite.ts'
 import { forEachDatabase, type DatabaseKind } from './helpers/service.ts'
 import { createScratchDatabase } from './helpers/scratchDatabase.ts'
 import { failure } from './helpers/failure.ts'
+import { consecutive } from './helpers/consecutive.ts'
 
 const table = 'bulk_people'
 const columns = ['parent', 'custno', 'source_id', 'last_name']
@@ -38,7 +39,6 @@ async function scratch(t: Test, kind: DatabaseKind): Promise<Database> {
 }
 
 const person = (index: number, lastName = `Last${index}`) => ({ parent: 1, custno: 1, source_id: `S${index}`, last_name: lastName })
-const range = (from: number, count: number) => Array.from({ length: count }, (_, index) => from + index)
 
 async function stored(database: Database): Promise<{ source_id: string; last_name: string }[]> {
   const { rows } = await sql<{ source_id: string; last_name: string }>`select source_id, last_name from ${sql.table(table)} order by id`.execute(database.db)
@@ -52,8 +52,8 @@ t.test('a batch that fails in any of its statements writes none of its rows', (t
     await database.db.transaction().execute((trx) => bulk.insert(trx, columns, [person(0)]))
 
     const batches = {
-      'in the middle of the first statement': [...range(1, 500), 0, ...range(501, 700)],
-      'in a later statement, after a full one succeeded': [...range(1, rowsPerStatement + 200), 0],
+      'in the middle of the first statement': [...consecutive(1, 500), 0, ...consecutive(501, 700)],
+      'in a later statement, after a full one succeeded': [...consecutive(1, rowsPerStatement + 200), 0],
     }
     for (const [where, indexes] of Object.entries(batches)) {
       const failed = await failure(database.db.transaction().execute((trx) => bulk.insert(trx, columns, indexes.map((index) => person(index)))))
@@ -61,7 +61,7 @@ t.test('a batch that fails in any of its statements writes none of its rows', (t
       t.same((await stored(database)).map((row) => row.source_id), ['S0'], `${where}: none of the ${indexes.length} rows is stored`)
     }
 
-    const upserted = [...range(0, rowsPerStatement + 10)].map((index) => person(index, `New${index}`))
+    const upserted = consecutive(0, rowsPerStatement + 10).map((index) => person(index, `New${index}`))
     await database.db.transaction().execute((trx) => bulk.upsert(trx, columns, ['last_name'], upserted))
     const rows = await stored(database)
     t.equal(rows.length, rowsPerStatement + 10, 'an upsert over two statements stores every row once')

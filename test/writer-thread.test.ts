@@ -21,6 +21,7 @@ import { forEachDatabase, type DatabaseKind } from './helpers/service.ts'
 import { createScratchDatabase } from './helpers/scratchDatabase.ts'
 import { freePort } from './helpers/freePort.ts'
 import { failure } from './helpers/failure.ts'
+import { consecutive } from './helpers/consecutive.ts'
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
@@ -96,8 +97,7 @@ t.test('a bad row fails its batch with its code, and writes none of it', (t) =>
     t.equal((await notes.rows()).length, 1, 'the batch wrote nothing')
     // Inside a multi-row statement (SQLite 32, MySQL 50 rows), and in a later statement
     // of the batch after an earlier one succeeded: the transaction undoes them all.
-    const ids = (from: number, count: number) => Array.from({ length: count }, (_, index) => from + index)
-    for (const batch of [[...ids(2, 10), 1, ...ids(12, 40)], [...ids(2, 60), 1]]) {
+    for (const batch of [[...consecutive(2, 10), 1, ...consecutive(12, 40)], [...consecutive(2, 60), 1]]) {
       const failed = await failure(writer.insert('notes', columns, batch.flatMap((id) => [id, `note ${id}`])))
       t.ok(isUniqueViolation(failed), `a unique violation (${failed?.code})`)
       t.same((await notes.rows()).map((row) => Number(row.id)), [1], `a batch of ${batch.length} rows wrote none of them`)
