@@ -1,6 +1,7 @@
 /**
  * Issue 14.8: an empty CSV listing still has its header row, and an XML people listing
- * has one <Person> per record directly inside <People> (no <People> in <People>).
+ * has one <Person> per record directly inside <People> (no <People> in <People>), or
+ * the "No people found" text in <Message>.
  */
 import t from 'tap'
 import { forEachDatabase, startService } from './helpers/service.ts'
@@ -22,6 +23,7 @@ t.test('people listings: the CSV header with no one found, one <Person> per reco
     t.equal(emptyXml.status, 200)
     t.match(emptyXml.text, /<People>\s*<Total>0<\/Total>\s*<Page>1 of 1<\/Page>/)
     t.notMatch(emptyXml.text, /<Person>/)
+    t.match(emptyXml.text, /<Message>No people found<\/Message>\s*<\/People>/, 'the text of interface 4.5, not dropped')
     t.equal(emptyXml.text.match(/<People>/g)?.length, 1, 'one <People> element')
     const emptyJson = await service.call('GET', '/People/Read/Missing?format=json')
     t.equal(emptyJson.json.People, 'No people found', 'JSON stays as it was')

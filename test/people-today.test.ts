@@ -119,3 +119,36 @@ t.test("a player's key reads people only, and its calls to Today keep its Last_S
     t.equal((await groupNamed(service, 'Display players')) > 0, true)
   }),
 )
+
+t.test("OneTerminate and importterm date a termination with the tenant's today, not UTC's", (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    // 23:30 UTC on 31 December 2026 is already 1 January 2027 in Oslo.
+    const now = Date.UTC(2026, 11, 31, 23, 30, 0)
+    const service = await startService(t, { kind, clock: () => now })
+    // A write is accepted once per signature: each call signs with its own millisecond.
+    let sent = 0
+    const call = (path: string, body: unknown) => service.call('POST', path, { body, date: new Date(now + sent++).toISOString() })
+    const made = await call('/People/Update/OneChange', { FirstName: 'Ole', LastName: 'Leaving' })
+    t.equal(made.status, 200, made.text)
+    const utc = await call('/People/Update/OneTerminate', { Id: made.json.Id })
+    t.equal(utc.json.TermDate, '2026-12-31', 'UTC by default (config people.timeZone)')
+
+    await setEntitlement(service, 1, 0, { TimeZone: 'Europe/Oslo' })
+    const oslo = await call('/People/Update/OneTerminate', { Id: made.json.Id })
+    t.equal(oslo.status, 200, oslo.text)
+    t.equal(oslo.json.TermDate, '2027-01-01', "the tenant's date")
+    t.equal((await call('/People/Update/OneTerminate', { Id: made.json.Id, TermDate: '2026-06-30' })).json.TermDate, '2026-06-30', 'a given TermDate is kept')
+
+    const stays = await call('/People/Update/OneChange', { LastName: 'Staying', Source_Id: 's1' })
+    const goes = await call('/People/Update/OneChange', { LastName: 'Going', Source_Id: 's2' })
+    const started = await call('/people/update/importinit', {})
+    const importId = started.json.ImportId
+    t.equal((await call('/people/update/importmass', { ImportId: importId, People: [{ Source_Id: 's1', LastName: 'Staying' }] })).status, 200)
+    t.equal((await call('/people/update/importterm', { ImportId: importId })).json.Terminated, 1)
+    const listed = await call('/people/read/list', { filter: 'TermDate=' })
+    t.same(listed.json.People.map((person: { Id: number }) => person.Id), [stays.json.Id], 'the one delivered stays')
+    const gone = await call('/people/read/list', { filter: `LastName=Going` })
+    t.equal(gone.json.People[0].Id, goes.json.Id)
+    t.equal(gone.json.People[0].TermDate, '2027-01-01', "importterm: the tenant's date")
+  }),
+)

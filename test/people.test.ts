@@ -22,6 +22,10 @@ t.test('GET /People/Read/Missing: every listing case of D11', (t) =>
     const empty = await service.call('GET', '/People/Read/Missing')
     t.equal(empty.status, 200)
     t.same(empty.json, { Total: 0, Page: '1 of 1', Sort: 'LastName,FirstName', Filter: '', People: 'No people found' })
+    const emptyPage3 = await service.call('GET', '/People/Read/Missing?page=3')
+    t.same(emptyPage3.json, empty.json, 'nothing matches: Page 1 of 1 whichever page was asked for (D11)')
+    const emptyList = await service.call('POST', '/people/read/list', { body: { page: 2 } })
+    t.equal(emptyList.json.Page, '1 of 1')
 
     await createPerson(service, { FirstName: 'Ann', LastName: 'Zed', Dept: 'Sales', Gender: 'F' })
     await createPerson(service, { FirstName: 'Bob', LastName: 'Adams', Dept: 'Sales', Gender: 'M' })
@@ -55,6 +59,7 @@ t.test('GET /People/Read/Missing: every listing case of D11', (t) =>
     t.same(names(filtered.json), ['Bob Adams'])
     const none = await service.call('GET', '/People/Read/Missing?filter=Dept=Nowhere')
     t.same(none.json, { Total: 0, Page: '1 of 1', Sort: 'LastName,FirstName', Filter: 'Dept=Nowhere', People: 'No people found' })
+    t.equal((await service.call('GET', '/People/Read/Missing?filter=Dept=Nowhere&page=2')).json.Page, '1 of 1')
 
     for (const [query, message] of [
       ['sort=Salary', /^Error: Unknown sort field 'Salary'/],

@@ -83,8 +83,10 @@ function xmlContent(result: unknown, xml: Route['xml']): unknown {
   if (Array.isArray(result)) return { [xml.item ?? 'Item']: result }
   if (xml.list === undefined || result === null || typeof result !== 'object') return result
   const { [xml.list]: records, ...fields } = result as Record<string, unknown>
-  // No records (e.g. the text "No people found"): no item elements; Total says so.
-  return Array.isArray(records) ? { ...fields, [xml.item ?? 'Item']: records } : fields
+  if (Array.isArray(records)) return { ...fields, [xml.item ?? 'Item']: records }
+  // A text in place of the records (interface 4.5: "No people found") is kept, in
+  // <Message>: under the list's own name it would nest <People> in <People> again.
+  return typeof records === 'string' ? { ...fields, Message: records } : fields
 }
 
 /** Encodes a handler's answer in the chosen format (a JsonText's value is parsed only for xml and csv). */

@@ -1,5 +1,5 @@
 import type { Selectable, Updateable } from 'kysely'
-import { httpDate, parseInputDate } from '../../kernel/sdk.ts'
+import { httpDate, parseInputDate, type CalendarDay } from '../../kernel/sdk.ts'
 import type { PeopleTable } from './tables.ts'
 
 /**
@@ -83,8 +83,9 @@ function normalizeDate(text: string, anyYear: boolean): string | null {
   return time === null ? null : new Date(time).toISOString().slice(0, 10)
 }
 
-export function todayText(now: number): string {
-  return new Date(now).toISOString().slice(0, 10)
+/** A calendar day as a date field stores it (`YYYY-MM-DD`): "today" is the tenant's day (D14), not UTC's. */
+export function dayText(day: CalendarDay): string {
+  return `${String(day.year).padStart(4, '0')}-${String(day.month).padStart(2, '0')}-${String(day.day).padStart(2, '0')}`
 }
 
 /**

@@ -1,7 +1,7 @@
 import Papa from 'papaparse'
 import { sql } from 'kysely'
 import { badRequest, isUniqueViolation, notFound, schemaCheck, type KernelServices } from '../../kernel/sdk.ts'
-import { columnsFromInput, editableFields, personFieldProperties, recordColumns, rememberingHttpDate, todayText, type PersonColumns, type PersonInput, type RecordRow } from './fields.ts'
+import { columnsFromInput, editableFields, personFieldProperties, recordColumns, rememberingHttpDate, type PersonColumns, type PersonInput, type RecordRow } from './fields.ts'
 import { custnoFor } from './queries.ts'
 import { rowsPerStatement, type BulkRow, type BulkWriter } from './bulkWrite.ts'
 import { inScope, type PeopleDb, type PeopleRoom, type Scope } from './scope.ts'
@@ -323,10 +323,10 @@ export interface FinishResult {
 
 /**
  * Ends an import: the scope's current people that no batch of it delivered are
- * terminated (TermDate = today, unless they already have one), and the counts answered.
+ * terminated (TermDate = `today`, the tenant's date, unless they already have one), and the counts answered.
  * `people.import.finished` (issue 17) is emitted in the same transaction.
  */
-export async function finishImport(db: PeopleDb, scope: Scope, importId: number, now: number, records: StoredRecords, events?: KernelServices['events']): Promise<FinishResult> {
+export async function finishImport(db: PeopleDb, scope: Scope, importId: number, now: number, today: string, records: StoredRecords, events?: KernelServices['events']): Promise<FinishResult> {
   const started = await openImport(db, scope, importId)
   if (Number(started.added) + Number(started.changed) + Number(started.unchanged) === 0) {
     // An empty roster would terminate everyone; that is far more likely a broken export than the truth.
@@ -336,7 +336,6 @@ export async function finishImport(db: PeopleDb, scope: Scope, importId: number,
     const finished = await trx.updateTable('people_imports').set({ finished: now })
       .where('id', '=', importId).where('finished', 'is', null).executeTakeFirst()
     if (Number(finished.numUpdatedRows) !== 1) throw badRequest(`Import ${importId} is already finished.`)
-    const today = todayText(now)
     // `+deleted` keeps SQLite off people_missing (parent, deleted, ...), whose rows come in
     // name order: 100,000 scattered row reads (150 ms) where people_sort_term_date reads
     // them in id order (35 ms). MySQL reads it as `deleted`.

@@ -233,13 +233,15 @@ export async function runListing(db: PeopleDb, dialect: Dialect, scope: Scope, s
   }
   const nobody = JSON.stringify(noPeopleFound)
 
+  // D11: when nothing matches, Page is 1 of 1 whichever page or cursor was asked for.
+  if (total === 0) return answer('1 of 1', null, nobody)
   let before: number
   let key: KeyValue[] | null
   if (plan.after) {
     ;({ position: before, key } = plan.after)
   } else {
-    // A page past the end is answered like "nothing matches", but keeps the real Total.
-    if (total === 0 || plan.page > pages) return answer(`${plan.page} of ${pages}`, null, nobody)
+    // A page past the end is answered like "nothing matches", but keeps the real Total and its page number.
+    if (plan.page > pages) return answer(`${plan.page} of ${pages}`, null, nobody)
     before = (plan.page - 1) * plan.size
     key = before === 0 ? null : await remember(`anchor|${listing}|${plan.sortText}|${before}`, async () => {
       const row = await queries.keyAt(before).executeTakeFirst()

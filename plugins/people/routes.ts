@@ -1,5 +1,5 @@
 import { badRequest, calendarDayAt, defineRoute, type JsonText, type CachePolicy, type Call, type KernelServices, type Route } from '../../kernel/sdk.ts'
-import { columnsFromInput, personRecordFields, todayText, type PersonInput } from './fields.ts'
+import { columnsFromInput, dayText, personRecordFields, type PersonInput } from './fields.ts'
 import { listingRows, planListing, runListing, type ListedPage, type ListingParameters, type ListingSet, type ListingMemo } from './listing.ts'
 import { changePerson, createPerson, findPerson, recallPerson, setPersonColumns, type ChangedPerson } from './queries.ts'
 import { decodeImage, removeStoredPhoto, storePhoto } from './photos.ts'
@@ -40,6 +40,9 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
     ttlSeconds: 3600,
     partition: (call) => listingPartition(scopeOf(call.caller)),
   }
+
+  /** Today in the tenant's time zone, as a TermDate (D14: a tenant's "today" is its own calendar day). */
+  const tenantToday = async (scope: Scope, now: number) => dayText(calendarDayAt(now, await kernel.tenants.timeZone(scope)))
 
   /** A listing's Total and page anchors, kept in the same partition as the cached pages (and dropped with them). */
   const listingMemo = (scope: Scope): ListingMemo => (name, compute) => kernel.cache.remember(listingPartition(scope), name, 3600, compute)
@@ -192,9 +195,10 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       xml: { root: 'Person' },
       async handler(call) {
         const now = kernel.clock()
-        const columns = columnsFromInput({ TermDate: call.body.TermDate ?? todayText(now) })
+        const scope = scopeOf(call.caller)
+        const columns = columnsFromInput({ TermDate: call.body.TermDate ?? await tenantToday(scope, now) })
         if (typeof columns === 'string') throw badRequest(columns)
-        return changed(call, await setPersonColumns(db, scopeOf(call.caller), call.body.Id, columns, now, records))
+        return changed(call, await setPersonColumns(db, scope, call.body.Id, columns, now, records))
       },
     }),
 
@@ -225,7 +229,8 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       xml: { root: 'Import' },
       async handler(call) {
         const scope = scopeOf(call.caller)
-        const { answer, touchedCustnos } = await finishImport(db, scope, call.body.ImportId, kernel.clock(), records, kernel.events)
+        const now = kernel.clock()
+        const { answer, touchedCustnos } = await finishImport(db, scope, call.body.ImportId, now, await tenantToday(scope, now), records, kernel.events)
         if (touchedCustnos.length > 0) dropCachedListings(kernel, scope.parent, touchedCustnos)
         return answer
       },
