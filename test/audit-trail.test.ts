@@ -38,14 +38,15 @@ t.test('one record per change, with before/after, request id and no secret', (t)
     const [rotation, edit, creation] = all.Records
     t.same(Object.keys(creation), ['Id', 'At', 'Who', 'Parent', 'Custno', 'Action', 'KeyId', 'Before', 'After', 'RequestId'])
     t.match(creation, { Who: service.admin.id, Parent: 1, Custno: 0, Action: 'key.create', KeyId: keyId, Before: null, RequestId: Number(created.headers.get('x-requestid')) })
-    t.match(creation.After, { display_name: 'Audited', parent: 1, custno: 0, created_by: service.admin.id, groups: [groups.aclReader] })
+    t.match(creation.After, { Display_Name: 'Audited', Parent: 1, Custno: 0, Created_By: service.admin.id, GroupId: [groups.aclReader], Require_Https: 0 })
+    t.match(creation.After.StartDate, /GMT$/, 'fields as the API names them, dates as HTTP-dates (D9)')
     t.match(creation.At, /GMT$/)
     t.match(edit, { Who: service.admin.id, Action: 'key.edit', KeyId: keyId, RequestId: Number(edited.headers.get('x-requestid')) })
-    t.same(edit.Before, { email: null, max_hits: null, groups: [groups.aclReader] })
-    t.same(edit.After, { email: 'ops@example.com', max_hits: '10/1Min', groups: [groups.aclReader, groups.people].sort((a, b) => a - b) })
+    t.same(edit.Before, { Email: null, MaxHits: null, GroupId: [groups.aclReader] })
+    t.same(edit.After, { Email: 'ops@example.com', MaxHits: '10/1Min', GroupId: [groups.aclReader, groups.people].sort((a, b) => a - b) })
     t.match(rotation, { Who: service.admin.id, Action: 'key.rotate', KeyId: keyId, RequestId: Number(rotated.headers.get('x-requestid')) })
-    t.same(rotation.Before, { prev_secret_ends: null })
-    t.type(rotation.After.prev_secret_ends, 'number')
+    t.same(rotation.Before, { OldSecretEnds: null })
+    t.equal(rotation.After.OldSecretEnds, rotated.json.OldSecretEnds)
     const text = JSON.stringify(all)
     t.notOk(text.includes(created.json.Api_Secret) || text.includes(rotated.json.Api_Secret), 'no secret in any record')
     t.notOk(/secret_enc/.test(text), 'no sealed secret either')
@@ -67,6 +68,35 @@ t.test('one record per change, with before/after, request id and no secret', (t)
       if (message) t.equal(answer.text, message, name)
       else t.match(answer.text, /^Error: /, name)
     }
+  }),
+)
+
+t.test('an API edit that ends a key, starts it again or changes only its credits is named so', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const groups = await keyTestGroups(service)
+    const created = await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: 'Lifecycle', GroupId: groups.aclReader, Require_Https: 0 } })
+    t.equal(created.status, 200, created.text)
+    const keyId = created.json.Id
+    const edit = async (body: Record<string, unknown>) => {
+      const answer = await service.call('POST', '/Api/Edit/Key', { today: true, body: { KeyId: keyId, ...body } })
+      t.equal(answer.status, 200, answer.text)
+    }
+    const ended = new Date(Date.now() - 1000).toISOString()
+    await edit({ EndDate: ended })
+    await edit({ EndDate: null })
+    await edit({ Credits: 50, Refill: { Amount: 50, Every: '1Day' } })
+    await edit({ AddCredits: 5 })
+    await edit({ Email: 'still@example.com', Credits: 10 })
+    const records = (await service.call('POST', '/Api/Read/Audit', { body: { KeyId: keyId } })).json.Records.reverse()
+    t.same(records.map((record: { Action: string }) => record.Action), ['key.create', 'key.disable', 'key.enable', 'key.credits', 'key.credits', 'key.edit'])
+    t.same(records[1].Before, { EndDate: null })
+    t.equal(records[1].After.EndDate, new Date(Math.floor(Date.parse(ended) / 1000) * 1000).toUTCString(), 'EndDate as an HTTP-date')
+    t.same(records[2].After, { EndDate: null })
+    t.match(records[3].After, { Credits: 50, Refill: { Amount: 50, Every: '1Day' } })
+    t.match(records[3].After.RefillDate, /GMT$/)
+    t.same(records[4].After, { Credits: 55 })
+    t.same(records[5].After, { Email: 'still@example.com', Credits: 10 })
   }),
 )
 
@@ -155,4 +185,11 @@ t.test('operator changes through the CLI leave one record each, by operator', as
   t.not((await admin('key', 'disable', '999999')).code, 0)
   t.equal((await records()).length, count, 'no record for a refused command')
   t.notOk(JSON.stringify(await records()).includes('secret'), 'no secret anywhere')
+
+  // Read back, the CLI's records name fields as the API does too.
+  const read = await service.kernel.services.keys.audit({ parent: 5, custno: null, page: 1, size: 100 })
+  const disabled = read.Records.find((record) => record.Action === 'key.disable')!
+  t.same(disabled.Before, { EndDate: null })
+  t.match((disabled.After as { EndDate: string }).EndDate, /GMT$/)
+  t.match(read.Records.find((record) => record.Action === 'player.add')!.After, { Id: Number, Name: 'Lobby' })
 })

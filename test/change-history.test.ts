@@ -22,7 +22,7 @@ const fields = ['Date', 'Version', 'Kind', 'Breaking', 'Operation', 'Description
 const changedPlugin: Plugin = {
   name: 'changed',
   history: [
-    { Date: '2026-11-24', Version: '0.3.0', Kind: 'modified', Breaking: 1, Operation: 'GET /Changed/Read/Thing', Description: 'Thing is now a list & <never> a single object.' },
+    { Date: '2099-01-01', Version: '9.0.0', Kind: 'modified', Breaking: 1, Operation: 'GET /Changed/Read/Thing', Description: 'Thing is now a list & <never> a single object.' },
     { Date: '2026-11-20', Version: '0.0.1', Kind: 'added', Breaking: 0, Operation: 'GET /Changed/Read/Thing', Description: 'A thing.' },
   ],
   setup: () => [{ method: 'GET', path: '/Changed/Read/Thing', xml: { root: 'Thing' }, handler: () => [] }],

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
 import { httpDate } from '../auth/apiDate.ts'
+import { auditFields } from './auditFields.ts'
 
 /**
  * The audit trail (issue 16 item 4): one record per administrative change, written with
@@ -103,8 +104,8 @@ export async function readAudit(db: Kysely<CoreTables>, query: AuditQuery): Prom
       Custno: Number(row.custno),
       Action: row.action,
       KeyId: row.key_id === null ? null : Number(row.key_id),
-      Before: row.before === null ? null : JSON.parse(row.before),
-      After: row.after === null ? null : JSON.parse(row.after),
+      Before: row.before === null ? null : auditFields(JSON.parse(row.before)),
+      After: row.after === null ? null : auditFields(JSON.parse(row.after)),
       RequestId: row.request_id === null ? null : Number(row.request_id),
     })),
   }

@@ -6,7 +6,7 @@ import { issueKey, newKeyCredentials, type IssuedKey, type KeyFields } from './k
 import type { TenantServices } from '../tenants/tenants.ts'
 import { changedFields, readAudit, recordChange, type AuditQuery, type AuditRecord } from '../audit/auditTrail.ts'
 import type { EventBus } from '../events/events.ts'
-import { keyChangeEvent, keyRotatedEvent } from '../events/keyEvents.ts'
+import { endsBy, keyChangeEvent, keyRotatedEvent } from '../events/keyEvents.ts'
 
 /** What the audit trail needs of the caller (issue 16 item 4). */
 export interface ChangeOptions {
@@ -34,6 +34,20 @@ function startsToCount(before: { end_date: number | null; parent: number; custno
   const inUse = (endDate: number | null | undefined) => endDate === null || endDate === undefined || Number(endDate) > now
   if (!inUse(after.end_date)) return false
   return !inUse(before.end_date) || Number(after.parent) !== Number(before.parent) || Number(after.custno) !== Number(before.custno)
+}
+
+const creditColumns = new Set(['credits', 'refill_amount', 'refill_every', 'refill_at'])
+
+/**
+ * The audit action of an API edit, in issue 16's kinds and the operator CLI's names:
+ * ending a key in use is `key.disable` (as the `key.disabled` event), starting an
+ * ended one again `key.enable`, changing only its credits `key.credits`.
+ */
+function editAction(before: { end_date: number | null }, after: { end_date?: number | null }, changed: Record<string, unknown>, now: number): string {
+  if (!endsBy(before.end_date, now) && endsBy(after.end_date, now)) return 'key.disable'
+  if (endsBy(before.end_date, now) && !endsBy(after.end_date, now)) return 'key.enable'
+  const names = Object.keys(changed)
+  return names.length > 0 && names.every((name) => creditColumns.has(name)) ? 'key.credits' : 'key.edit'
 }
 
 function withoutSecret(row: Selectable<CoreTables['api_keys']>): KeyRecord {
@@ -125,7 +139,7 @@ export class KeyAdministration {
         }
         // The record names the key's tenant before the edit (a move shows in before/after).
         await recordChange(trx, changes.updated_at, {
-          who: editorKeyId, parent: Number(row.parent), custno: Number(row.custno), action: 'key.edit', keyId,
+          who: editorKeyId, parent: Number(row.parent), custno: Number(row.custno), action: editAction(row, next, fields.after, changes.updated_at), keyId,
           before: fields.before, after: fields.after, requestId: options.requestId,
         })
         await this.events?.emit(trx, keyChangeEvent(row, next, fields.after, changes.updated_at))

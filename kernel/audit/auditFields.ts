@@ -1,0 +1,34 @@
+import { httpDate } from '../auth/apiDate.ts'
+import { keyApiFields } from '../auth/keyFieldNames.ts'
+
+/**
+ * An audit record's Before and After as a reader gets them: the fields as the API
+ * spells them, dates as HTTP-dates (D9). Records are stored as their writers made them
+ * (table column names, epoch milliseconds; the operator CLI writes the same way), so
+ * the translation happens once, here, on the way out, and covers records stored by
+ * earlier versions too. A name not listed (a tenant's MaxKeys, already the API's) is
+ * shown as stored.
+ */
+const apiNames: Readonly<Record<string, string>> = {
+  ...keyApiFields,
+  id: 'Id', name: 'Name', created_by: 'Created_By', created_at: 'Created', prev_secret_ends: 'OldSecretEnds',
+  refill_at: 'RefillDate', path: 'Path', is_public: 'Is_Public', disp_group: 'DispGroup', location: 'Location',
+}
+
+const dateColumns = new Set(['start_date', 'end_date', 'created_at', 'prev_secret_ends', 'refill_at'])
+
+/** A key's Refill is two columns; the API's field is one `{ Amount, Every }` (null: none). */
+const refillColumns = new Set(['refill_amount', 'refill_every'])
+
+export function auditFields(stored: Record<string, unknown>): Record<string, unknown> {
+  const fields: Record<string, unknown> = {}
+  for (const [column, value] of Object.entries(stored)) {
+    if (refillColumns.has(column)) {
+      const amount = stored.refill_amount ?? null
+      fields.Refill = amount === null ? null : { Amount: Number(amount), Every: stored.refill_every ?? null }
+      continue
+    }
+    fields[apiNames[column] ?? column] = dateColumns.has(column) && typeof value === 'number' ? httpDate(value) : value
+  }
+  return fields
+}
