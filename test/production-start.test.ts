@@ -16,6 +16,7 @@ import { parse as parseYaml } from 'yaml'
 import { freePort } from './helpers/freePort.ts'
 import { callLoad } from './helpers/callLoad.ts'
 import { watchChild } from './helpers/childService.ts'
+import { signedHeaders } from '../kernel/auth/signature.ts'
 
 const repository = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 /** What follows `node`: the one production start command. */
@@ -111,12 +112,17 @@ t.test('built once; node dist/kernel/boot/main.js', async (t) => {
     const dataDir = mkdtempSync(join(tmpdir(), 'keygate-npm-start-'))
     t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
     const port = await freePort()
-    const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, PLUGINS: 'acl' }
+    const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, PLUGINS: 'acl,api' }
     delete env.DATABASE_URL
     delete env.CONFIG_FILE
     const npm = spawn('npm', ['start'], { cwd: repository, env, stdio: ['ignore', 'pipe', 'pipe'] })
     const { output, exited, waitFor } = watchChild(t, npm)
     await waitFor('keygate listening')
+    // The build knows its version too (it once read dist/package.json, which is not there).
+    const admin = JSON.parse(readFileSync(join(dataDir, 'admin-key.json'), 'utf8'))
+    const servers = await fetch(`http://127.0.0.1:${port}/v1.0/Api/Read/Servers`, { headers: signedHeaders({ apiKey: admin.Api_Key, secret: admin.Api_Secret }, 'GET', '/Api/Read/Servers') })
+    t.equal(servers.status, 200)
+    t.equal((await servers.json())[0].Version, packageJson.version, 'GET /Api/Read/Servers: the version of package.json')
     const listening = output.text.split('\n').find((line) => line.includes('keygate listening'))!
     const nodePid = (JSON.parse(listening) as { pid: number }).pid
     t.not(nodePid, npm.pid, 'the service is its own process')

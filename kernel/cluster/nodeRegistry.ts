@@ -9,14 +9,13 @@
  * real timers, and processes on one database must agree on what "30 s ago" means.
  */
 import { randomBytes } from 'node:crypto'
-import { readFileSync } from 'node:fs'
 import { networkInterfaces } from 'node:os'
-import { dirname, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import type { Kysely } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
 import { isUniqueViolation, retryOnDeadlock } from '../storage/database.ts'
 import { nodeCount, type RequestIds } from '../callLog/requestId.ts'
+// Found by walking up to package.json, so the build (dist/kernel/cluster) reports it too.
+import { packageVersion } from '../boot/packageRoot.ts'
 
 /** A live service process, as `kernel.servers.live()` lists it. Times are epoch milliseconds. */
 export interface LiveServer {
@@ -43,15 +42,6 @@ export interface NodeRegistryOptions {
 
 /** No node id is free: more live processes on this database than request ids can tell apart. */
 export class NodeIdsExhaustedError extends Error {}
-
-const packageVersion: string = (() => {
-  try {
-    const file = resolve(dirname(fileURLToPath(import.meta.url)), '../../package.json')
-    return String(JSON.parse(readFileSync(file, 'utf8')).version ?? 'unknown')
-  } catch {
-    return 'unknown'
-  }
-})()
 
 function serverAddress(host: string): string | null {
   if (host !== '0.0.0.0' && host !== '::' && host !== '') return host
