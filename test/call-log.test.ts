@@ -14,8 +14,9 @@ const declaredFields = [
   'Request_Method', 'Api_Acl', 'Api_Function', 'Request_Url', 'Http_User_Agent', 'Raw_Request', 'Response_Code',
   'Rsponse', 'Bandwidth', 'Response_Format', 'Seconds', 'Secret',
 ]
-const levelZeroFields = ['RequestTime', 'Remote_Addr', 'Request_Method', 'Api_Acl', 'Api_Function', 'Response_Code', 'Response_Format', 'Seconds', 'Bandwidth', 'Secret']
-const levelOneFields = [...levelZeroFields, 'Http_Host', 'Server_Name', 'Server_Addr', 'Server_Port', 'Request_Scheme']
+// Interface 2.3: only Request_Url, Http_User_Agent and Raw_Request (and D8 the answer) wait for a level above 1.
+const levelZeroFields = ['RequestTime', 'Http_Host', 'Server_Name', 'Server_Addr', 'Server_Port', 'Remote_Addr', 'Request_Scheme', 'Request_Method', 'Api_Acl', 'Api_Function', 'Response_Code', 'Response_Format', 'Seconds', 'Bandwidth', 'Secret']
+const levelOneFields = levelZeroFields
 const levelTwoFields = [...levelOneFields, 'Request_Url', 'Http_User_Agent', 'Raw_Request', 'Rsponse']
 
 function storedFields(record: Record<string, unknown>): string[] {
@@ -149,6 +150,12 @@ t.test('each log level stores exactly its fields', (t) =>
       t.equal(log.status, 200, name)
       t.same(storedFields(log.json), [...expected].sort(), name)
     }
+
+    // Level 0 too says where the call was answered, and how (interface 2.3's types).
+    const plain = await insertKey(service)
+    const plainCall = await service.call('GET', '/Api/Read/Acl', { key: plain })
+    const plainLog = await readLog(service, plainCall.headers.get('x-requestid'), plain)
+    t.match(plainLog.json, { Http_Host: `127.0.0.1:${service.port}`, Server_Name: service.config.serverName, Server_Addr: '127.0.0.1', Server_Port: service.port, Request_Scheme: 'HTTP', Request_Url: null, Http_User_Agent: null, Raw_Request: null, Rsponse: null })
 
     // An error answer keeps its short message at every level.
     const key = await insertKey(service)

@@ -7,8 +7,8 @@ import t from 'tap'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
 import { groupNamed, insertKey, rootGroupIds } from './helpers/keys.ts'
 
-const minimal = ['RequestTime', 'Remote_Addr', 'Request_Method', 'Api_Acl', 'Api_Function', 'Response_Code', 'Bandwidth', 'Response_Format', 'Seconds', 'Secret']
-const medium = [...minimal, 'Http_Host', 'Server_Name', 'Server_Addr', 'Server_Port', 'Request_Scheme']
+const minimal = ['RequestTime', 'Http_Host', 'Server_Name', 'Server_Addr', 'Server_Port', 'Remote_Addr', 'Request_Scheme', 'Request_Method', 'Api_Acl', 'Api_Function', 'Response_Code', 'Bandwidth', 'Response_Format', 'Seconds', 'Secret']
+const medium = minimal
 const high = [...medium, 'Request_Url', 'Http_User_Agent', 'Raw_Request', 'Rsponse']
 const expected = [
   { Level: 0, Name: 'minimal', Stores: minimal },

@@ -10,8 +10,11 @@ import { defineRoute, type DefaultGroup, type Route } from '../../kernel/sdk.ts'
  */
 export const levelsPath = '/Access/Level/List'
 
-const minimal = ['RequestTime', 'Remote_Addr', 'Request_Method', 'Api_Acl', 'Api_Function', 'Response_Code', 'Bandwidth', 'Response_Format', 'Seconds', 'Secret']
-const medium = [...minimal, 'Http_Host', 'Server_Name', 'Server_Addr', 'Server_Port', 'Request_Scheme']
+// Interface 2.3 keeps only Request_Url, Http_User_Agent and Raw_Request (and D8 the
+// answer) for levels above 1; every other field is stored at every level, so 0 and 1
+// store the same.
+const minimal = ['RequestTime', 'Http_Host', 'Server_Name', 'Server_Addr', 'Server_Port', 'Remote_Addr', 'Request_Scheme', 'Request_Method', 'Api_Acl', 'Api_Function', 'Response_Code', 'Bandwidth', 'Response_Format', 'Seconds', 'Secret']
+const medium = minimal
 const high = [...medium, 'Request_Url', 'Http_User_Agent', 'Raw_Request', 'Rsponse']
 
 export interface LogLevel { Level: number; Name: string; Stores: string[] }

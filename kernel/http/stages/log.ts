@@ -73,10 +73,11 @@ function loggedAnswer(exchange: Exchange, body: Buffer): string | Buffer {
 /**
  * Builds the call's log record at its level (D8) and queues it. What each level stores
  * (docs/rate-limits-and-logs.md has the table):
- * - 0: RequestTime, Remote_Addr, Request_Method, Api_Acl, Api_Function, Response_Code,
+ * - 0 and 1: RequestTime, Http_Host, Server_Name, Server_Addr, Server_Port, Remote_Addr,
+ *   Request_Scheme, Request_Method, Api_Acl, Api_Function, Response_Code,
  *   Response_Format, Seconds, Bandwidth, and Rsponse for error answers (the short
- *   `Error: ...` text, kept as long as the record);
- * - 1: adds Http_Host, Server_Name, Server_Addr, Server_Port, Request_Scheme;
+ *   `Error: ...` text, kept as long as the record): interface 2.3 keeps only the
+ *   details below for levels above 1;
  * - 2 or more: adds the details Request_Url, Http_User_Agent, Raw_Request (credentials
  *   redacted) and Rsponse of successful answers; details expire after LogRaw days.
  */
@@ -88,7 +89,6 @@ function callLogger(callLog: CallLog, config: Config, isSecure: (request: Incomi
   return (exchange: Exchange, status: number, body: Buffer, format: string): void => {
     const request = exchange.request
     const level = logLevelOf(exchange)
-    const medium = level >= 1
     const detailed = level >= 2
     const failed = status >= 400
     const socket = request.socket
@@ -97,12 +97,13 @@ function callLogger(callLog: CallLog, config: Config, isSecure: (request: Incomi
       id: exchange.requestId,
       key_id: exchange.caller.anonymous ? null : exchange.caller.id,
       request_time: exchange.startedAt,
-      http_host: medium ? (request.headers.host ?? null) : null,
-      server_name: medium ? serverName : null,
-      server_addr: medium && socket.localAddress ? plainAddress(socket.localAddress) : null,
-      server_port: medium ? (socket.localPort ?? null) : null,
+      http_host: request.headers.host ?? null,
+      server_name: serverName,
+      // node:net asks the socket for its address once and keeps it: no system call per call.
+      server_addr: socket.localAddress ? plainAddress(socket.localAddress) : null,
+      server_port: socket.localPort ?? null,
       remote_addr: clientAddressOf(request),
-      request_scheme: medium ? (isSecure(request) ? 'HTTPS' : 'HTTP') : null,
+      request_scheme: isSecure(request) ? 'HTTPS' : 'HTTP',
       request_method: request.method ?? 'GET',
       api_acl: exchange.acl?.id ?? null,
       api_function: exchange.mounted.route.path,
