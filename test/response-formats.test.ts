@@ -119,3 +119,23 @@ t.test('every operation in json, xml and csv', (t) =>
     }
   }),
 )
+
+t.test('a list with nothing in it is still a CSV header row', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const unlimited = await insertKey(service)
+    const empties: [string, string, CallOptions, string][] = [
+      ['POST', '/Api/Read/History', { body: { Function: '/Nothing/Called' } }, 'Id,RequestTime,Request_Method,Api_Function,Api_Acl,Response_Code,Seconds,Bandwidth'],
+      ['GET', '/Api/Read/Limits', { key: unlimited }, 'Window,Limit,Remain,ResetDate,TimeLeft'],
+      ['POST', '/Api/Read/Audit', { body: { KeyId: 999_999 } }, 'Id,At,Who,Parent,Custno,Action,KeyId,Before,After,RequestId'],
+      ['GET', '/Api/Read/Keys', {}, 'Id,Api_Key,Display_Name,Email,Phone,Parent,Custno,StartDate,EndDate,Active,DayPass,Require_Https,AllowHours,ResponseFormat,LogLevel,LogRaw,MaxHits,Require_Hash,Groups,Created,Credits,Refill'],
+    ]
+    for (const [method, path, options, header] of empties) {
+      const json = await service.call(method, path, options)
+      t.equal(json.status, 200, `${path}: ${json.text}`)
+      const csv = await service.call(method, `${path}?format=csv`, options)
+      t.equal(csv.status, 200)
+      t.equal(csv.text, `${header}\r\n`, `${method} ${path}: the header row alone`)
+    }
+  }),
+)

@@ -30,6 +30,10 @@ export interface KeyListing {
   Refill: { Amount: number; Every: '1Day' | '1Mon' } | null
 }
 
+/** A listing's CSV header, also when the caller created no keys. */
+export const keyListingColumns = ['Id', 'Api_Key', 'Display_Name', 'Email', 'Phone', 'Parent', 'Custno', 'StartDate', 'EndDate', 'Active', 'DayPass', 'Require_Https',
+  'AllowHours', 'ResponseFormat', 'LogLevel', 'LogRaw', 'MaxHits', 'Require_Hash', 'Groups', 'Created', 'Credits', 'Refill'] as const satisfies readonly (keyof KeyListing)[]
+
 const nullableNumber = (value: number | null) => (value === null ? null : Number(value))
 const nullableDate = (value: number | null) => (value === null ? null : httpDate(Number(value)))
 

@@ -5,7 +5,7 @@ import { readAuditTrail } from './readAudit.ts'
 import { readAuditBodySchema, type ReadAuditBody } from './schemas.ts'
 import { createKey } from './createKey.ts'
 import { editKey } from './editKey.ts'
-import { readGroups, readKeys } from './listings.ts'
+import { keyListingColumns, readGroups, readKeys } from './listings.ts'
 
 /**
  * The routes of the keys plugin. None is cached: create and edit change state, and the
@@ -42,6 +42,7 @@ export function keyRoutes(kernel: KernelServices): Route[] {
       path: '/Api/Read/Audit',
       body: readAuditBodySchema,
       xml: { root: 'Audit', item: 'Records' },
+      csvColumns: ['Id', 'At', 'Who', 'Parent', 'Custno', 'Action', 'KeyId', 'Before', 'After', 'RequestId'],
       // CSV is one row per record; the totals go to headers as for other paged lists (D12).
       csv: (result: Awaited<ReturnType<typeof readAuditTrail>>, call) => {
         call.setHeader('X-Total-Count', String(result.Total))
@@ -67,6 +68,7 @@ export function keyRoutes(kernel: KernelServices): Route[] {
       method: 'GET',
       path: '/Api/Read/Keys',
       xml: { root: 'Keys', item: 'Key' },
+      csvColumns: keyListingColumns,
       handler: (call) => readKeys(kernel, call),
     }),
   ]

@@ -130,6 +130,7 @@ const logPlugin: Plugin = {
         path: '/Api/Read/History',
         body: historySchema,
         xml: { root: 'History', item: 'Call' },
+        csvColumns: ['Id', 'RequestTime', 'Request_Method', 'Api_Function', 'Api_Acl', 'Response_Code', 'Seconds', 'Bandwidth'],
         // CSV is one row per call; the totals go to headers as for other paged lists (D12).
         csv: (result: HistoryAnswer, call) => {
           call.setHeader('X-Total-Count', String(result.Total))
@@ -145,6 +146,8 @@ const logPlugin: Plugin = {
         // is an item with its label in Window.
         xml: { root: 'Limits', item: 'Window' },
         csv: (result: FullLimits) => windowRows(result),
+        // A key without MaxHits or Credits has no window: its CSV is the header alone.
+        csvColumns: ['Window', 'Limit', 'Remain', 'ResetDate', 'TimeLeft'],
         // Not cached: it is the live state. The call itself has been counted by the
         // rate-limit and credits stages already, so Remain includes it.
         handler: async (call) => {
