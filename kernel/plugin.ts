@@ -147,6 +147,13 @@ export interface Route<Body = any, Query = any> {
 export interface DefaultGroup {
   name: string
   paths: { path: string; displayName: string; isPublic?: number; requireHttps?: number; requireHash?: HashMethod }[]
+  /**
+   * The root admin key's alone (e.g. how the service is deployed, D14): never
+   * assignable through the API, as a group that allows key creation is not (D9), and
+   * left out when `admin key bootstrap` gives a tenant admin the root key's groups.
+   * Any group whose paths cover one of these paths is treated so.
+   */
+  operatorOnly?: boolean
 }
 
 export interface LogRecord {

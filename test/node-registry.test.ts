@@ -13,6 +13,7 @@ import { forEachDatabase, startService, type Service } from './helpers/service.t
 import { freePort } from './helpers/freePort.ts'
 import { watchChild } from './helpers/childService.ts'
 import { groupNamed, insertKey } from './helpers/keys.ts'
+import { adminOn } from './helpers/adminCli.ts'
 import { createKernel, type Kernel } from '../kernel/boot/kernel.ts'
 import type { Config } from '../kernel/boot/config.ts'
 import { signedHeaders, type SigningKey } from '../kernel/auth/signature.ts'
@@ -195,8 +196,34 @@ t.test('GET /Api/Read/Servers in xml and csv; only the service administration gr
     const refused = await service.call('GET', '/Api/Read/Servers', { key: reader })
     t.equal(refused.status, 403)
     t.equal(refused.text, 'Error: Your ACL does not allow /Api/Read/Servers.')
+
+    // D14: "Its path is in the admin default group only": the root key cannot pass it on.
+    const assignable = (await service.call('GET', '/Api/Read/Groups')).json as { Id: number; Paths: string[] }[]
+    t.notOk(assignable.some((item) => item.Id === group), 'not among the groups the root key may assign')
+    t.notOk(assignable.some((item) => item.Paths.some((path) => path.toLowerCase() === '/api/read/servers')))
+    const handedOn = await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: 'Servers reader', GroupId: group, Require_Https: 0 } })
+    t.equal(handedOn.status, 400)
+    t.equal(handedOn.text, `Error: GroupId ${group} is not a group you may assign (see GET /Api/Read/Groups).`)
+    const everything = await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: 'All it may', GroupId: assignable.map((item) => item.Id), Require_Https: 0 } })
+    t.equal(everything.status, 200, everything.text)
+    const child = { apiKey: everything.json.Api_Key, secret: everything.json.Api_Secret }
+    t.equal((await service.call('GET', '/Api/Read/Servers', { key: child })).status, 403, 'a key with every assignable group')
   }),
 )
+
+// SQLite only: the CLI is a process start; the rule is the kernel's, shared with the API above.
+t.test("a tenant admin from 'admin key bootstrap' gets the root key's groups but Service administration", async (t) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const made = await adminOn(service, 'key', 'bootstrap', '--parent', '2', '--custno', '0', '--name', 'Tenant two', '--json')
+  t.equal(made.code, 0, made.stderr)
+  const tenantAdmin = JSON.parse(made.stdout) as { Id: number; Api_Key: string; Api_Secret: string }
+  const servers = await groupNamed(service, 'Service administration')
+  const rootGroups = (await service.kernel.services.keys.groupsOf(service.admin.id)).map((group) => group.Id)
+  const adminGroups = (await service.kernel.services.keys.groupsOf(tenantAdmin.Id)).map((group) => group.Id)
+  t.same(adminGroups, rootGroups.filter((id) => id !== servers))
+  const refused = await service.call('GET', '/Api/Read/Servers', { key: { apiKey: tenantAdmin.Api_Key, secret: tenantAdmin.Api_Secret } })
+  t.equal(refused.status, 403)
+})
 
 t.test('the registry: a takeover is noticed, the database going away is survived', async (t) => {
   const service = await startService(t, { kind: 'sqlite' })

@@ -131,7 +131,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const keyAdministration = new KeyAdministration(db, dialect, secrets, clock, {
     key: (keyId) => invalidateEverywhere({ kind: 'key', keyId }),
     access: () => invalidateEverywhere({ kind: 'access' }),
-  }, tenants, events)
+  }, tenants, events, plugins.flatMap((plugin) => plugin.defaultGroups ?? []).filter((group) => group.operatorOnly).flatMap((group) => group.paths.map((entry) => entry.path)))
   const closers: (() => Promise<void>)[] = []
   const services: KernelServices = {
     config,

@@ -6,10 +6,15 @@ import { defineRoute, httpDate, type DefaultGroup, type KernelServices, type Rou
  */
 export const serversPath = '/Api/Read/Servers'
 
-/** Only the operator's root key gets this group at first start; it tells how the service is deployed. */
+/**
+ * Only the operator's root key gets this group at first start; it tells how the service
+ * is deployed, so no key may pass it on and tenant admins do not get it (D14: "in the
+ * admin default group only").
+ */
 export const serversGroup: DefaultGroup = {
   name: 'Service administration',
   paths: [{ path: serversPath, displayName: 'List the live service processes' }],
+  operatorOnly: true,
 }
 
 export function serversRoute(kernel: KernelServices): Route {
