@@ -34,12 +34,16 @@ t.test('metrics count calls, refusals and cache hits', async (t) => {
     const limited = await insertKey(service, { max_hits: '1/1Min' })
     t.equal((await service.call('GET', '/Api/Read/Limits', { key: limited })).status, 200)
     t.equal((await service.call('GET', '/Api/Read/Limits', { key: limited })).status, 429)
+    t.equal((await service.call('GET', '/No/Such/Route')).status, 404)
+    t.equal((await service.call('POST', '/Api/Read/Keys', { body: {} })).status, 404, 'a known path, another method')
 
     const after = await scrape(url)
     const f = after.families
     t.equal(sample(f, 'keygate_http_requests_total', { route: '/Api/Read/Acl', method: 'GET', status: '200' }), 3)
     t.equal(sample(f, 'keygate_http_requests_total', { route: '/Api/Read/Acl', method: 'GET', status: '401' }), 4)
     t.equal(sample(f, 'keygate_http_requests_total', { route: '/Api/Read/Limits', status: '429' }), 1)
+    t.equal(sample(f, 'keygate_http_requests_total', { route: '(no route)', method: 'GET', status: '404' }), 1, 'a call no route matches is counted too')
+    t.equal(sample(f, 'keygate_http_requests_total', { route: '(no route)', method: 'POST', status: '404' }), 1)
     t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'missing_credentials' }), 1)
     t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'unknown_key' }), 1)
     t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'bad_signature' }), 1)

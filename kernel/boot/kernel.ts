@@ -181,11 +181,11 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     ...(config.metrics && config.metrics.port !== 0 ? [metrics.stage()] : []),
     accessLogStage(logger, config.log.access ?? 'errors', clientAddress(new Set(config.trustProxy))),
   ]
-  const pipelineFor = buildPipelines({ config, keys, rateLimits, credits, requestIds, callLog, cache, replayGuard, signatures, idempotency, daySecret, clock, report, observers, publishing: redisInvalidation && (() => redisInvalidation.inFlight()) })
+  const pipelines = buildPipelines({ config, keys, rateLimits, credits, requestIds, callLog, cache, replayGuard, signatures, idempotency, daySecret, clock, report, observers, publishing: redisInvalidation && (() => redisInvalidation.inFlight()) })
   const health = healthResponder({ ping: () => sql`select 1`.execute(db), logQueue: () => ({ queued: callLog.queued, max: config.log.queueMax }), closing: () => closing !== null,
     degraded: redis ? () => (redis.reachable ? null : 'redis unreachable; rate limits per process') : undefined })
   const staticFiles = staticFilesResponder(plugins.flatMap((plugin) => plugin.staticFiles?.(config) ?? []))
-  const server = createServer({ config, routes, clock, report, pipelineFor, outsideBasePath: (request, response) => health(request, response) || staticFiles(request, response) })
+  const server = createServer({ config, routes, clock, report, pipelines, outsideBasePath: (request, response) => health(request, response) || staticFiles(request, response) })
 
   let closing: Promise<void> | null = null
   return {

@@ -9,7 +9,8 @@ import type { ResponseCache } from './responseCache.ts'
 import type { ReplayGuard } from '../auth/replayGuard.ts'
 import type { IdempotencyStore } from './idempotencyStore.ts'
 import { createPipeline, type Pipeline, type Stage } from './pipeline.ts'
-import { failureAnswer } from './failure.ts'
+import { errorAnswer, failureAnswer } from './failure.ts'
+import type { MountedRoute } from './exchange.ts'
 import { secureTransport } from './transport.ts'
 import { closeUnreadStage, readBodyStage } from './stages/readBody.ts'
 import { authenticateStage } from './stages/authenticate.ts'
@@ -47,11 +48,36 @@ export interface PipelineParts {
   publishing?: () => Promise<void> | undefined
 }
 
+export interface Pipelines {
+  /** The pipeline of a call to a route: chosen by whether the request announces a body. */
+  pipelineFor(request: IncomingMessage): Pipeline
+  /** A call no route matches (or whose plugin is disabled): the observers see its 404 too. */
+  unrouted: Pipeline
+}
+
+/** What a call no route matches is charged to in the access line and metrics: never its raw URL, as for any call (accessLog.ts). */
+export const noRoute: MountedRoute = {
+  id: -1,
+  plugin: '',
+  route: { method: 'GET', path: '(no route)', xml: { root: 'Error' }, handler: () => undefined },
+  writes: false,
+  validateBody: null,
+  validateQuery: null,
+}
+
+const notFoundStage: Stage = {
+  name: 'not-found',
+  run(exchange) {
+    exchange.request.resume()
+    exchange.answer = errorAnswer('Error: Not found.', 404)
+  },
+}
+
 /**
  * The stages of a call, built once at start, in the two orders a call can take; the
  * answer to "which one" is whether the request announces a body.
  */
-export function buildPipelines(parts: PipelineParts): (request: IncomingMessage) => Pipeline {
+export function buildPipelines(parts: PipelineParts): Pipelines {
   const { config, keys, rateLimits, credits, requestIds, callLog, cache, replayGuard, signatures, idempotency, daySecret, clock, report } = parts
   const observers = (parts.observers ?? []).map((observer) => watching(observer, report))
   const isSecure = secureTransport(new Set(config.trustProxy))
@@ -86,7 +112,10 @@ export function buildPipelines(parts: PipelineParts): (request: IncomingMessage)
   const withBody = pipeline([
     ...observers, stage.log, stage.closeUnread, stage.authenticate, stage.acl, stage.body, stage.verify, stage.rateLimit, stage.credits, stage.input, ...stage.writes, ...stage.cache, ...stage.publish, stage.handler,
   ])
-  return (request) => (announcesBody(request) ? withBody : withoutBody)
+  return {
+    pipelineFor: (request) => (announcesBody(request) ? withBody : withoutBody),
+    unrouted: pipeline([...observers, notFoundStage]),
+  }
 }
 
 /** An observer's after phase, run without ever changing the call's answer. */

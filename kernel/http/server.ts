@@ -5,14 +5,14 @@ import type { AddressInfo } from 'node:net'
 import type { Config } from '../boot/config.ts'
 import type { RouteTable } from './router.ts'
 import { Exchange, type Answer } from './exchange.ts'
-import type { Pipeline } from './pipeline.ts'
+import { noRoute, type Pipelines } from './pipelines.ts'
 import { errorAnswer, plainText } from './failure.ts'
 
 export interface HttpServerOptions {
   config: Config
   routes: RouteTable
-  /** The pipeline for one call: chosen per request (e.g. by whether it announces a body). */
-  pipelineFor(request: IncomingMessage): Pipeline
+  /** The pipeline for one call (chosen per request), and the one of a call no route matches. */
+  pipelines: Pipelines
   clock: () => number
   report: (error: unknown) => void
   /** Answers requests outside the API (health probes) before routing; true when it did. */
@@ -24,8 +24,6 @@ export interface HttpServer {
   /** Stops accepting and waits for calls in flight (their client gone or not). */
   close(): Promise<void>
 }
-
-const notFound = () => errorAnswer('Error: Not found.', 404)
 
 function send(response: ServerResponse, answer: Answer): void {
   const headers: string[] = ['Content-Type', answer.contentType, 'Content-Length', String(answer.body.length)]
@@ -40,7 +38,8 @@ function send(response: ServerResponse, answer: Answer): void {
 
 /** node:http (or https) in front of the pipeline: find the route, run the pipeline, send. */
 export function createServer(options: HttpServerOptions): HttpServer {
-  const { config, routes, pipelineFor, clock, report, outsideBasePath } = options
+  const { config, routes, pipelines, clock, report, outsideBasePath } = options
+  const { pipelineFor, unrouted } = pipelines
   const basePathLength = config.basePath.length
 
   // Calls still being handled: close() waits for them even when their client has gone,
@@ -53,14 +52,10 @@ export function createServer(options: HttpServerOptions): HttpServer {
     const url = request.url ?? '/'
     const queryAt = url.indexOf('?')
     const mounted = routes.find(request.method ?? 'GET', queryAt === -1 ? url : url.slice(0, queryAt))
-    if (mounted === null) {
-      request.resume()
-      return send(response, notFound())
-    }
-    const exchange = new Exchange(request, mounted, basePathLength, clock())
+    const exchange = new Exchange(request, mounted ?? noRoute, basePathLength, clock())
     inFlight++
     try {
-      await pipelineFor(request).run(exchange)
+      await (mounted === null ? unrouted : pipelineFor(request)).run(exchange)
       send(response, exchange.answer!)
     } finally {
       if (--inFlight === 0 && allSettled) allSettled()
