@@ -2,6 +2,7 @@ import type { KeyDirectory } from '../auth/keyDirectory.ts'
 import type { ResponseCache } from '../http/responseCache.ts'
 import type { ClusterLink, Invalidation } from './cluster.ts'
 import type { RedisInvalidation } from '../cluster/redisInvalidation.ts'
+import type { AccessStamp } from '../cluster/accessStamp.ts'
 
 /** The response-cache partition of everything cached for one key; dropped when that key changes. */
 export const keyPartition = (keyId: number) => `key:${keyId}`
@@ -11,9 +12,10 @@ export const keyPartition = (keyId: number) => `key:${keyId}`
  * loaded key and cached answer (an ACL or group change), or one cache partition. Applied here and
  * on every other process: through Redis pub/sub when configured (every process and
  * cluster worker subscribes itself; the returned promise waits for the publish), else
- * in cluster mode through the primary.
+ * in cluster mode through the primary, and for key and access changes through the
+ * database's stamp too (cluster/accessStamp.ts), which the operator CLI writes.
  */
-export function invalidation(keys: KeyDirectory, cache: ResponseCache, cluster: ClusterLink | undefined, redis?: RedisInvalidation): (change: Invalidation) => Promise<void> {
+export function invalidation(keys: KeyDirectory, cache: ResponseCache, cluster: ClusterLink | undefined, redis?: RedisInvalidation, stamp?: AccessStamp): (change: Invalidation) => Promise<void> {
   const apply = (change: Invalidation) => {
     if (change.kind === 'partition') return cache.invalidate(change.partition)
     if (change.kind === 'access') {
@@ -34,6 +36,9 @@ export function invalidation(keys: KeyDirectory, cache: ResponseCache, cluster: 
   return (change) => {
     apply(change)
     cluster?.broadcast(change)
+    // Without Redis, processes that are not this one's cluster (the operator CLI's
+    // changes, a service on another host) meet through the database's stamp.
+    if (change.kind !== 'partition') stamp?.mark()
     return Promise.resolve()
   }
 }

@@ -22,6 +22,7 @@ import { createServer } from '../http/server.ts'
 import type { ClusterLink } from './cluster.ts'
 import { invalidation, keyPartition } from './invalidation.ts'
 import { buildPipelines } from '../http/pipelines.ts'
+import { AccessStamp, accessStampPollMs } from '../cluster/accessStamp.ts'
 import { ReplayGuard, replayMemoryMax } from '../auth/replayGuard.ts'
 import { SignatureMemory, signatureMemoryMax } from '../auth/signatureMemory.ts'
 import { IdempotencyStore } from '../http/idempotencyStore.ts'
@@ -125,7 +126,9 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   auditRetention.start(60 * 60_000, report)
   callLog.flushObserver = (seconds) => metrics.observeFlush(seconds)
 
-  const invalidateEverywhere = invalidation(keys, cache, options.cluster, redisInvalidation)
+  // Without Redis, key and ACL changes of other processes (the operator CLI) arrive through the database.
+  const accessStamp = redis ? undefined : new AccessStamp(db, report)
+  const invalidateEverywhere = invalidation(keys, cache, options.cluster, redisInvalidation, accessStamp)
   const tenants = new Tenants(db, dialect, clock, config.people.timeZone)
   const events = new EventBus(db, report)
   const keyAdministration = new KeyAdministration(db, dialect, secrets, clock, {
@@ -200,6 +203,11 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     routes: () => routes.routes().map(({ plugin, route }) => ({ plugin, method: route.method, path: route.path, dayCode: route.dayCode === true, hasBody: route.body !== undefined })),
     async listen() {
       await metrics.listen(config.metrics)
+      // Only a serving process watches; the CLI's kernel only writes the stamp.
+      await accessStamp?.watch(Math.min(accessStampPollMs, config.cache.keyTtlSeconds * 1000), () => {
+        keys.forgetAll()
+        cache.clear()
+      })
       const listening = await server.listen()
       await nodes.serving(listening.port)
       return listening
@@ -211,6 +219,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         for (const stop of closers) await stop()
         idempotency.stop()
         auditRetention.stop()
+        await accessStamp?.stop()
         await callLog.close()
         await metrics.close()
         for (const plugin of plugins) await plugin.close?.()

@@ -1,6 +1,6 @@
 import { aclPathProblem } from '../../kernel/auth/aclPath.ts'
 import { recordChange } from '../../kernel/audit/auditTrail.ts'
-import { UsageError, integerOption, type AdminCommand, type AdminSession } from './command.ts'
+import { UsageError, integerOption, serviceSeesIt, type AdminCommand, type AdminSession } from './command.ts'
 
 /** `acl add|list|remove`: ACL entries, optionally granted to groups. */
 export const acl: AdminCommand = {
@@ -77,6 +77,6 @@ async function remove(session: AdminSession, words: string[]) {
   })
   if (!removed) throw new UsageError(`no ACL entry ${id}`)
   kernel.services.keys.accessChanged()
-  console.error(`admin: a running service sees this within cache.keyTtlSeconds (${kernel.config.cache.keyTtlSeconds} s)`)
+  console.error(`admin: ${serviceSeesIt(kernel.config)}`)
   return removed
 }

@@ -2,6 +2,16 @@ import { join } from 'node:path'
 import type { ParseArgsConfig } from 'node:util'
 import type { Config } from '../../kernel/boot/config.ts'
 import type { Kernel } from '../../kernel/boot/kernel.ts'
+import { accessStampPollMs } from '../../kernel/cluster/accessStamp.ts'
+
+/**
+ * When a running service sees a change this CLI made to keys, groups or ACL: at once
+ * through Redis, else when it next reads the database's change stamp
+ * (kernel/cluster/accessStamp.ts).
+ */
+export function serviceSeesIt(config: Config): string {
+  return config.redisUrl ? 'a running service sees this at once (Redis)' : `a running service sees this within ${Math.min(accessStampPollMs / 1000, config.cache.keyTtlSeconds)} s`
+}
 
 /** A mistake in the command line: printed with the usage hint, exit 2. */
 export class UsageError extends Error {}

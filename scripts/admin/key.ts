@@ -3,7 +3,7 @@ import { issueKey } from '../../kernel/auth/keyIssuer.ts'
 import { isUniqueViolation } from '../../kernel/storage/database.ts'
 import { httpDate } from '../../kernel/auth/apiDate.ts'
 import type { KeyRecord } from '../../kernel/auth/keyAdministration.ts'
-import { UsageError, integerOption, textOption, type AdminCommand } from './command.ts'
+import { UsageError, integerOption, serviceSeesIt, textOption, type AdminCommand } from './command.ts'
 import { recordChange } from '../../kernel/audit/auditTrail.ts'
 import { keyChangeEvent } from '../../kernel/events/keyEvents.ts'
 
@@ -82,7 +82,7 @@ export const key: AdminCommand = {
       })
       if (!found) throw new UsageError(`no key ${id}`)
       kernel.services.keys.changed(id)
-      console.error(`admin: a running service sees this within cache.keyTtlSeconds (${kernel.config.cache.keyTtlSeconds} s)`)
+      console.error(`admin: ${serviceSeesIt(kernel.config)}`)
       const row = await db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
       return keyRow(row, now)
     }

@@ -1,7 +1,7 @@
 import { recordChange } from '../../kernel/audit/auditTrail.ts'
 import { readSetting } from '../../kernel/boot/bootstrap.ts'
 import { newKeyCredentials } from '../../kernel/auth/keyIssuer.ts'
-import { UsageError, type AdminCommand } from './command.ts'
+import { UsageError, serviceSeesIt, type AdminCommand } from './command.ts'
 
 /**
  * `root-key`: a new secret for the root admin key when its secret is lost. The Api_Key,
@@ -25,7 +25,7 @@ export const rootKey: AdminCommand = {
       await recordChange(trx, now, { who: null, parent: Number(before.parent), custno: Number(before.custno), action: 'key.reset', keyId: Number(row.id) })
     })
     kernel.services.keys.changed(Number(row.id))
-    console.error(`admin: the old secret stops working; a running service sees this within cache.keyTtlSeconds (${kernel.config.cache.keyTtlSeconds} s)`)
+    console.error(`admin: the old secret stops working; ${serviceSeesIt(kernel.config)}`)
     return { Id: Number(row.id), Api_Key: row.api_key, Api_Secret: secret }
   },
 }
