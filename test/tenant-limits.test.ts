@@ -70,6 +70,11 @@ t.test('MaxKeys', (t) =>
     t.equal(back.text, 'Error: Tenant limit reached (MaxKeys 2).')
     const license = await service.call('GET', '/account/read/license', { key: admin })
     t.equal(license.json.Keys, 6, 'the license counts the keys in use across the parent')
+
+    // A move between customers leaves the parent's total as it was: a full parent does not refuse it.
+    await setEntitlement(service, 7, 0, { MaxKeys: 6 })
+    const across = await service.call('POST', '/Api/Edit/Key', { key: admin, today: true, body: { KeyId: Number(six.id), Defaults: { Custno: 3 } } })
+    t.equal(across.status, 200, `a move inside a full parent: ${across.text}`)
   }),
 )
 
@@ -123,6 +128,22 @@ t.test('MaxPeople', (t) =>
     const racing = await Promise.all(['R1', 'R2', 'R3', 'R4', 'R5'].map((name) => add(name)))
     t.same(racing.map((answer) => answer.status).sort(), [200, 200, 403, 403, 403], 'two of five racing creates fit')
     t.equal(await peopleRows(service, 8), 6)
+
+    // A parent-wide key moving a person into a full customer: refused like a create, nothing written.
+    await setEntitlement(service, 8, 0, { MaxPeople: null })
+    await setEntitlement(service, 8, 2, { MaxPeople: 1 })
+    const inTwo = await service.call('POST', '/People/Update/OneChange', { key, body: { LastName: 'Two', Custno: 2 } })
+    t.equal(inTwo.status, 200, inTwo.text)
+    const moved = await service.call('POST', '/People/Update/OneChange', { key, body: { Id: ids[1], Custno: 2 } })
+    t.equal(moved.status, 403, 'customer 2 is full')
+    t.equal(moved.text, 'Error: Tenant limit reached (MaxPeople 1).')
+    const stays = await service.call('POST', '/people/read/filtered', { key, body: { filter: `Id=${ids[1]}` } })
+    t.equal(stays.json.People[0].Custno, 0, 'not moved')
+    t.equal((await service.call('POST', '/People/Update/OneChange', { key, body: { Id: ids[1], Custno: 3 } })).status, 200, 'a customer with room')
+    // The parent's own total does not change with a move: a full parent does not refuse it.
+    await setEntitlement(service, 8, 0, { MaxPeople: await peopleRows(service, 8) })
+    t.equal((await service.call('POST', '/People/Update/OneChange', { key, body: { Id: ids[1], Custno: 4 } })).status, 200, 'a move inside a full parent')
+    t.equal((await service.call('POST', '/People/Update/OneChange', { key, body: { Id: ids[1], FirstName: 'Same place' } })).status, 200, 'a change without a move needs no room')
   }),
 )
 

@@ -140,7 +140,9 @@ export class KeyAdministration {
         // A key that starts to count in a tenant (enabled again, or moved to another customer) needs room there.
         const next = { ...row, ...changes }
         if (this.tenants && startsToCount(row, next, changes.updated_at)) {
-          await this.tenants.ensureRoom(trx, 'Keys', [{ parent: Number(next.parent), custno: Number(next.custno), count: 1 }])
+          // A key in use moved to another customer of its parent leaves the parent's total as it was.
+          const move = !endsBy(row.end_date, changes.updated_at) && Number(next.parent) === Number(row.parent)
+          await this.tenants.ensureRoom(trx, 'Keys', [{ parent: Number(next.parent), custno: Number(next.custno), count: 1, move }])
         }
         await trx.updateTable('api_keys').set(changes).where('id', '=', keyId).execute()
         const fields = changedFields(row, changes)

@@ -10,6 +10,11 @@ import { listPlayers, type PlayerRecord } from './players.ts'
 /** One more thing of a kind in a tenant: what a create or import asks room for. */
 export interface Addition extends TenantScope {
   count: number
+  /**
+   * Moved here from another customer of the same parent (a parent-wide key changing
+   * Custno): it counts for its new customer, while the parent's total is unchanged.
+   */
+  move?: boolean
 }
 
 export interface TenantUsage {
@@ -74,7 +79,7 @@ export class Tenants {
       for (const row of rows) {
         const max = row[column] === null ? null : Number(row[column])
         if (max === null) continue
-        const adding = ofParent.filter((addition) => row.custno === 0 || addition.custno === row.custno).reduce((sum, addition) => sum + addition.count, 0)
+        const adding = ofParent.filter((addition) => (row.custno === 0 ? !addition.move : addition.custno === row.custno)).reduce((sum, addition) => sum + addition.count, 0)
         if (adding === 0) continue
         const used = (await this.counters.count(db, kind, row)) ?? 0
         if (used + adding > max) throw forbidden(`Tenant limit reached (Max${kind} ${max}).`)

@@ -85,8 +85,12 @@ export interface ChangedPerson {
   after: PersonRecord
 }
 
-/** Changes only the given fields of a person in the scope; answers both versions (the caller drops caches of each). */
-export async function changePerson(db: PeopleDb, scope: Scope, id: number, input: PersonInput, now: number, records: StoredRecords): Promise<ChangedPerson> {
+/**
+ * Changes only the given fields of a person in the scope; answers both versions (the
+ * caller drops caches of each). A person moved to another customer counts there, so
+ * that customer's MaxPeople must have room (D14), checked in the write's transaction.
+ */
+export async function changePerson(db: PeopleDb, scope: Scope, id: number, input: PersonInput, now: number, room: PeopleRoom, records: StoredRecords): Promise<ChangedPerson> {
   const before = await findPerson(db, scope, id)
   const columns = checkedColumns(input)
   if ('last_name' in columns && !columns.last_name) throw badRequest('LastName cannot be emptied.')
@@ -95,7 +99,13 @@ export async function changePerson(db: PeopleDb, scope: Scope, id: number, input
     if (typeof custno === 'string') throw badRequest(custno)
     columns.custno = custno
   }
-  await writing(input, () => updatePerson(db, scope, id, columns, now, records))
+  const moves = columns.custno !== undefined && columns.custno !== Number(before.custno) && Number(before.deleted) === 0
+  await writing(input, () => moves
+    ? db.transaction().execute(async (trx) => {
+      await room(trx, [{ parent: Number(before.parent), custno: columns.custno!, count: 1, move: true }])
+      await updatePerson(trx, scope, id, columns, now, records)
+    })
+    : updatePerson(db, scope, id, columns, now, records))
   // Still in scope after a move: only a parent-wide key may change Custno, and it sees every Custno.
   return { before, after: personRecord(await findPerson(db, scope, id)) }
 }

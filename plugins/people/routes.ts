@@ -147,7 +147,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
           dropCachedListings(kernel, scope.parent, [created.Custno])
           return created
         }
-        return changed(call, await changePerson(db, scope, Id, input, kernel.clock(), records))
+        return changed(call, await changePerson(db, scope, Id, input, kernel.clock(), room, records))
       },
     }),
     defineRoute<{ Id: number; Photo?: string | null; Image?: string; Type?: string }>({
