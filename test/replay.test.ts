@@ -163,3 +163,26 @@ t.test('Idempotency-Key: a retry while the first call runs is 409; answers expir
   t.equal(dayLater.status, 200)
   t.equal(dayLater.headers.get('idempotent-replayed'), null, 'after 24 hours the key is new again')
 })
+
+t.test('without Redis the used signatures are in the database: a restart forgets none', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const body = JSON.stringify({ FirstName: 'Once', LastName: 'Only' })
+    const captured = signedHeaders(service.admin, 'POST', '/People/Update/OneChange', body)
+    t.equal((await send(service, 'POST', '/People/Update/OneChange', captured, body)).status, 200)
+    const rows = await service.kernel.database.db.selectFrom('api_used_signatures').selectAll().execute()
+    t.same(rows.map((row) => [Number(row.key_id), row.signature]), [[service.admin.id, captured['x-apihmac']]], 'one row: the write, not the reads')
+    t.ok(Number(rows[0].expires_at) >= Date.now() + 9 * 60_000, 'kept twice the default 5-minute window')
+
+    const restarted = await service.restart()
+    const replayed = await send(restarted, 'POST', '/People/Update/OneChange', captured, body)
+    t.equal(replayed.status, 401, 'refused after a restart too')
+    t.equal(replayed.text, 'Error: This request was already used (replay).')
+    t.equal(await peopleCount(restarted), 1)
+
+    // A use whose time is over (not purged yet) no longer counts: the date check alone guards it then.
+    await restarted.kernel.database.db.updateTable('api_used_signatures').set({ expires_at: Date.now() - 1 }).execute()
+    t.equal((await send(restarted, 'POST', '/People/Update/OneChange', captured, body)).status, 200)
+    t.equal((await send(restarted, 'POST', '/People/Update/OneChange', captured, body)).status, 401, 'and is remembered again')
+  }),
+)

@@ -23,7 +23,8 @@ import type { ClusterLink } from './cluster.ts'
 import { invalidation, keyPartition } from './invalidation.ts'
 import { buildPipelines } from '../http/pipelines.ts'
 import { AccessStamp, accessStampPollMs } from '../cluster/accessStamp.ts'
-import { ReplayGuard, replayMemoryMax } from '../auth/replayGuard.ts'
+import { ReplayGuard } from '../auth/replayGuard.ts'
+import { DatabaseSignatures, limiterSignatures } from '../auth/usedSignatures.ts'
 import { SignatureMemory, signatureMemoryMax } from '../auth/signatureMemory.ts'
 import { IdempotencyStore } from '../http/idempotencyStore.ts'
 import { NodeRegistry, followNodeId } from '../cluster/nodeRegistry.ts'
@@ -103,12 +104,14 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const redisInvalidation = redis ? new RedisInvalidation(redis, report) : undefined
   if (redis) await Promise.all([redis.connected(), redisInvalidation!.start()])
   // In memory, rate counts are bounded per window (rateCountsMax: 100,000 keys, or twice
-  // the loaded keys when more); the replay memory more generously, since a signature it
-  // forgets could be replayed.
+  // the loaded keys when more).
   const limiterStore = redis ? redisLimiters(redis.commands, clock) : options.cluster?.limiters ?? inMemoryLimiters(clock, rateCountsMax(config.cache.maxEntries))
   const rateLimits = new RateLimits(limiterStore)
   const credits = new CreditLedger(db, clock)
-  const replayGuard = new ReplayGuard(redis || options.cluster ? limiterStore : inMemoryLimiters(clock, replayMemoryMax))
+  // Used write signatures: in Redis when there is one, else in the database (every process, every restart).
+  const usedSignatures = redis ? null : new DatabaseSignatures(db, clock)
+  usedSignatures?.startPurging(10 * 60_000, report)
+  const replayGuard = new ReplayGuard(usedSignatures ?? limiterSignatures(limiterStore))
   // Never more than the keys loaded: each entry holds its key's record.
   const signatures = new SignatureMemory(Math.min(signatureMemoryMax, config.cache.maxEntries))
   const idempotency = new IdempotencyStore(db, clock, 2 * config.timeouts.requestMs)
@@ -218,6 +221,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         await expiryScan.stop()
         for (const stop of closers) await stop()
         idempotency.stop()
+        usedSignatures?.stop()
         auditRetention.stop()
         await accessStamp?.stop()
         await callLog.close()

@@ -199,5 +199,18 @@ export function coreMigrations(dialect: Dialect): Migrations {
         await db.schema.createIndex('api_log_body_keep_until').on('api_log_body').column('keep_until').execute()
       },
     },
+    '0010-used-signatures': {
+      async up(db) {
+        // Issue 12 item 4 without Redis: the signatures of writes already made, so a
+        // replay is refused by every process on the database and after a restart.
+        await table(db, 'api_used_signatures')
+          .addColumn('key_id', 'bigint', (c) => c.notNull())
+          .addColumn('signature', 'varchar(128)', (c) => c.notNull())
+          .addColumn('expires_at', 'bigint', (c) => c.notNull())
+          .addPrimaryKeyConstraint('api_used_signatures_pk', ['key_id', 'signature'])
+          .execute()
+        await db.schema.createIndex('api_used_signatures_expires').on('api_used_signatures').column('expires_at').execute()
+      },
+    },
   }
 }

@@ -112,6 +112,13 @@ export interface CoreTables {
     /** The latest detail_until of a record that names it: deleted after it. */
     keep_until: number
   }
+  /** Signatures of writes already made (without Redis: auth/usedSignatures.ts), until they could no longer pass their window. */
+  api_used_signatures: {
+    key_id: number
+    /** The x-apihmac value, lower-cased hex (at most 128 characters: sha512). */
+    signature: string
+    expires_at: number
+  }
   /** Stored answers of writes sent with an Idempotency-Key (status 0: still running). */
   api_idempotency: {
     key_id: number
