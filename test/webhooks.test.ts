@@ -100,6 +100,10 @@ t.test('inputs, day code, authority, tenants', (t) =>
       [{ Url: receiver.url, Events: [] }, /Events/],
       [{ Url: receiver.url, Events: ['key.exploded'] }, /Events/],
       [{ Url: receiver.url, Events: ['key.changed', 'key.changed'] }, /Events/],
+      [{ Url: receiver.url, Events: '' }, /Events/],
+      [{ Url: receiver.url, Events: 'key.changed,key.exploded' }, /^Error: Events: 'key.exploded' is not an event type \(key.expiring, /],
+      [{ Url: receiver.url, Events: 'key.changed,' }, /^Error: Events: '' is not an event type/],
+      [{ Url: receiver.url, Events: 7 }, /Events/],
       [{ Url: receiver.url, Events: ['key.changed'], Extra: 1 }, /Extra/],
       [{ Url: 'not a url', Events: ['key.changed'] }, /^Error: Url must be an absolute URL/],
       [{ Url: 'ftp://127.0.0.1/x', Events: ['key.changed'] }, /^Error: Url must start with https:\/\/ or http:\/\//],
@@ -126,6 +130,15 @@ t.test('inputs, day code, authority, tenants', (t) =>
 
     const listed = await service.call('GET', '/Api/Read/Webhooks')
     t.same(listed.json, [{ Id: made.json.Id, Url: receiver.url, Events: ['key.changed'], Disabled: 0, Parent: 1, Custno: 0, Created: listed.json[0].Created }])
+    // Events as one comma-separated string, as GroupId may be (D9).
+    const asText = await create({ Url: receiver.url, Events: 'key.rotated, key.disabled,key.rotated' })
+    t.equal(asText.status, 200, asText.text)
+    t.same(asText.json.Events, ['key.rotated', 'key.disabled'], 'split, trimmed, each once')
+    const editedAsText = await service.call('POST', '/Api/Edit/Webhook', { today: true, body: { Id: asText.json.Id, Events: 'key.usage' } })
+    t.equal(editedAsText.status, 200, editedAsText.text)
+    t.same(editedAsText.json.Events, ['key.usage'])
+    t.equal((await service.call('POST', '/Api/Edit/Webhook', { today: true, body: { Id: asText.json.Id } })).status, 400)
+    t.equal((await service.call('POST', '/Api/Edit/Webhook', { today: true, body: { Id: asText.json.Id, Events: 'key.nothing' } })).status, 400)
     t.notMatch(listed.text, /whsec_/, 'never the secret')
 
     // Edit: day code, changes, 400 and 404.

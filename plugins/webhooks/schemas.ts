@@ -2,6 +2,7 @@
  * JSON schemas of the webhooks plugin's bodies (issue 17). Rules that need the network
  * (the URL's addresses) or the database are checked by the handlers.
  */
+import { badRequest } from '../../kernel/sdk.ts'
 
 /** The event types a webhook may ask for. */
 export const eventTypes = ['key.expiring', 'key.usage', 'key.changed', 'key.rotated', 'key.disabled', 'people.import.finished'] as const
@@ -10,7 +11,12 @@ export type WebhookEventType = (typeof eventTypes)[number]
 const largestId = Number.MAX_SAFE_INTEGER
 const id = { type: 'integer', minimum: 1, maximum: largestId }
 const url = { type: 'string', minLength: 1, maxLength: 2048 }
-const events = { type: 'array', minItems: 1, maxItems: eventTypes.length, uniqueItems: true, items: { type: 'string', enum: eventTypes } }
+/**
+ * Events: an array of event types, or the same as one comma-separated string (as GroupId
+ * takes a list either way, D9). One schema with a type list, so a violation names this
+ * field plainly; the string's items are checked by `eventTypesOf`.
+ */
+const events = { type: ['array', 'string'], minLength: 1, maxLength: 500, minItems: 1, maxItems: eventTypes.length, uniqueItems: true, items: { type: 'string', enum: eventTypes } }
 const secret = { type: 'string', minLength: 1, maxLength: 200 }
 const dateText = { type: 'string', minLength: 1, maxLength: 64 }
 
@@ -23,8 +29,18 @@ export const createWebhookBodySchema = {
 
 export interface CreateWebhookBody {
   Url: string
-  Events: WebhookEventType[]
+  Events: WebhookEventType[] | string
   Secret?: string
+}
+
+/** Events as given (an array, or `key.changed, key.rotated`) -> distinct event types, in the order given. */
+export function eventTypesOf(events: WebhookEventType[] | string): WebhookEventType[] {
+  if (Array.isArray(events)) return events
+  const items = events.split(',').map((item) => item.trim())
+  for (const item of items) {
+    if (!(eventTypes as readonly string[]).includes(item)) throw badRequest(`Events: '${item}' is not an event type (${eventTypes.join(', ')}).`)
+  }
+  return [...new Set(items)] as WebhookEventType[]
 }
 
 /** Edit: the webhook's Id and what changes; Disabled 1 stops its deliveries (like a key's EndDate, without deleting it). */
@@ -38,7 +54,7 @@ export const editWebhookBodySchema = {
 export interface EditWebhookBody {
   Id: number
   Url?: string
-  Events?: WebhookEventType[]
+  Events?: WebhookEventType[] | string
   Secret?: string
   Disabled?: 0 | 1
 }

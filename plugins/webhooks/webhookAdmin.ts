@@ -1,7 +1,7 @@
 import type { Kysely, Updateable } from 'kysely'
 import { badRequest, forbidden, httpDate, notFound, retryOnDeadlock, type Call, type KernelServices } from '../../kernel/sdk.ts'
 import type { WebhookTables, WebhooksTable } from './tables.ts'
-import type { CreateWebhookBody, EditWebhookBody } from './schemas.ts'
+import { eventTypesOf, type CreateWebhookBody, type EditWebhookBody } from './schemas.ts'
 import { checkedWebhookSecret, newWebhookSecret } from './signing.ts'
 import { AddressRefused, type AddressGuard } from './addressGuard.ts'
 import type { WebhookSettings } from './settings.ts'
@@ -77,6 +77,7 @@ export class WebhookAdmin {
   async create(call: Call<CreateWebhookBody>) {
     const { body, caller } = call
     // Everything that depends only on the body first; then who may; then the network.
+    const events = eventTypesOf(body.Events)
     const secret = body.Secret === undefined ? newWebhookSecret() : checkedWebhookSecret(body.Secret)
     await requireKeyAdministrator(this.kernel, caller)
     const url = await this.checkedUrl(body.Url)
@@ -84,13 +85,13 @@ export class WebhookAdmin {
     const id = await retryOnDeadlock(() => this.db.transaction().execute(async (trx) => {
       await this.ensureRoom(trx, caller)
       const inserted = await trx.insertInto('webhooks').values({
-        parent: caller.parent, custno: caller.custno, url, events: body.Events.join(','), secret_enc: '', disabled: 0, created: now, updated: now,
+        parent: caller.parent, custno: caller.custno, url, events: events.join(','), secret_enc: '', disabled: 0, created: now, updated: now,
       }).executeTakeFirstOrThrow()
       const webhookId = Number(inserted.insertId)
       await trx.updateTable('webhooks').set({ secret_enc: this.kernel.secrets.seal(secret, secretContext(webhookId)) }).where('id', '=', webhookId).execute()
       return webhookId
     }))
-    return { Id: id, Url: url, Events: body.Events, Secret: secret }
+    return { Id: id, Url: url, Events: events, Secret: secret }
   }
 
   async edit(call: Call<EditWebhookBody>) {
@@ -98,6 +99,7 @@ export class WebhookAdmin {
     if (body.Url === undefined && body.Events === undefined && body.Secret === undefined && body.Disabled === undefined) {
       throw badRequest('Nothing to change: give Url, Events, Secret or Disabled.')
     }
+    const events = body.Events === undefined ? undefined : eventTypesOf(body.Events)
     const secret = body.Secret === undefined ? undefined : checkedWebhookSecret(body.Secret)
     await requireKeyAdministrator(this.kernel, caller)
     const found = await this.inScope(scopeOf(caller)).select('id').where('id', '=', body.Id).executeTakeFirst()
@@ -105,7 +107,7 @@ export class WebhookAdmin {
     const url = body.Url === undefined ? undefined : await this.checkedUrl(body.Url)
     const changes: Updateable<WebhooksTable> = { updated: this.kernel.clock() }
     if (url !== undefined) changes.url = url
-    if (body.Events !== undefined) changes.events = body.Events.join(',')
+    if (events !== undefined) changes.events = events.join(',')
     if (secret !== undefined) changes.secret_enc = this.kernel.secrets.seal(secret, secretContext(body.Id))
     if (body.Disabled !== undefined) changes.disabled = body.Disabled
     await this.db.updateTable('webhooks').set(changes).where('id', '=', body.Id).execute()
