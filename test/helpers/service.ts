@@ -94,13 +94,13 @@ export async function startService(t: Test, options: StartOptions): Promise<Serv
   return service.current
 }
 
-async function launch(config: Config, options: StartOptions, admin?: SigningKey & { id: number }): Promise<{ current: Service }> {
+/** `usedSignatures`: the signatures this service was sent, kept across restarts (the service remembers them in its database). */
+async function launch(config: Config, options: StartOptions, admin?: SigningKey & { id: number }, usedSignatures = new Set<string>()): Promise<{ current: Service }> {
   const kernel = await createKernel({ config, plugins: options.plugins, clock: options.clock, report: process.env.TEST_REPORT ? (error) => console.error('[kernel report]', error) : () => undefined, logger: options.logger ?? silentLogger() })
   const { port, url } = await kernel.listen()
   const root = kernel.createdRootKey
   const adminKey = admin ?? { id: root!.id, apiKey: root!.apiKey, secret: root!.secret }
   let stopped = false
-  const usedSignatures = new Set<string>()
   const holder: { current: Service } = { current: undefined as unknown as Service }
   const service: Service = {
     kind: config.databaseUrl ? 'mysql' : 'sqlite',
@@ -139,7 +139,7 @@ async function launch(config: Config, options: StartOptions, admin?: SigningKey 
     },
     async restart(overrides = {}) {
       await service.stop()
-      const next = await launch({ ...config, ...overrides, port: overrides.port ?? 0 }, options, adminKey)
+      const next = await launch({ ...config, ...overrides, port: overrides.port ?? 0 }, options, adminKey, usedSignatures)
       holder.current = next.current
       return next.current
     },
