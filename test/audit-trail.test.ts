@@ -88,8 +88,9 @@ t.test('an API edit that ends a key, starts it again or changes only its credits
     await edit({ Credits: 50, Refill: { Amount: 50, Every: '1Day' } })
     await edit({ AddCredits: 5 })
     await edit({ Email: 'still@example.com', Credits: 10 })
+    await edit({ Refill: { Amount: 50, Every: '1Mon' } })
     const records = (await service.call('POST', '/Api/Read/Audit', { body: { KeyId: keyId } })).json.Records.reverse()
-    t.same(records.map((record: { Action: string }) => record.Action), ['key.create', 'key.disable', 'key.enable', 'key.credits', 'key.credits', 'key.edit'])
+    t.same(records.map((record: { Action: string }) => record.Action), ['key.create', 'key.disable', 'key.enable', 'key.credits', 'key.credits', 'key.edit', 'key.credits'])
     t.same(records[1].Before, { EndDate: null })
     t.equal(records[1].After.EndDate, new Date(Math.floor(Date.parse(ended) / 1000) * 1000).toUTCString(), 'EndDate as an HTTP-date')
     t.same(records[2].After, { EndDate: null })
@@ -97,6 +98,8 @@ t.test('an API edit that ends a key, starts it again or changes only its credits
     t.match(records[3].After.RefillDate, /GMT$/)
     t.same(records[4].After, { Credits: 55 })
     t.same(records[5].After, { Email: 'still@example.com', Credits: 10 })
+    t.same(records[6].Before.Refill, { Every: '1Day' }, 'only the half of Refill that changed')
+    t.same(records[6].After.Refill, { Every: '1Mon' })
   }),
 )
 

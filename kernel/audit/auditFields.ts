@@ -20,12 +20,20 @@ const dateColumns = new Set(['start_date', 'end_date', 'created_at', 'prev_secre
 /** A key's Refill is two columns; the API's field is one `{ Amount, Every }` (null: none). */
 const refillColumns = new Set(['refill_amount', 'refill_every'])
 
+/** Refill from what a record holds of its two columns: an edit records only the one that changed. */
+function refillField(stored: Record<string, unknown>): unknown {
+  if ('refill_amount' in stored && stored.refill_amount === null) return null
+  return {
+    ...('refill_amount' in stored ? { Amount: Number(stored.refill_amount) } : {}),
+    ...('refill_every' in stored ? { Every: stored.refill_every } : {}),
+  }
+}
+
 export function auditFields(stored: Record<string, unknown>): Record<string, unknown> {
   const fields: Record<string, unknown> = {}
   for (const [column, value] of Object.entries(stored)) {
     if (refillColumns.has(column)) {
-      const amount = stored.refill_amount ?? null
-      fields.Refill = amount === null ? null : { Amount: Number(amount), Every: stored.refill_every ?? null }
+      fields.Refill = refillField(stored)
       continue
     }
     fields[apiNames[column] ?? column] = dateColumns.has(column) && typeof value === 'number' ? httpDate(value) : value
