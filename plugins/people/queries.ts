@@ -1,4 +1,4 @@
-import { badRequest, isUniqueViolation, notFound } from '../../kernel/sdk.ts'
+import { badRequest, isUniqueViolation, notFound, type Addition } from '../../kernel/sdk.ts'
 import { columnsFromInput, personRecord, recordColumns, type PersonColumns, type PersonInput, type PersonRecord, type RecordRow } from './fields.ts'
 import { inScope, type PeopleDb, type PeopleRoom, type Scope } from './scope.ts'
 import type { StoredRecords } from './storedRecord.ts'
@@ -36,6 +36,14 @@ async function updatePerson(db: PeopleDb, scope: Scope, id: number, columns: Per
     await records.render(trx, [id])
   }
   await (db.isTransaction ? write(db) : db.transaction().execute(write))
+}
+
+/** A write that makes a person count in a customer: the room check and the write in one transaction. */
+async function updateWithRoom(db: PeopleDb, room: PeopleRoom, addition: Addition, scope: Scope, id: number, columns: PersonColumns, now: number, records: StoredRecords): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await room(trx, [addition])
+    await updatePerson(trx, scope, id, columns, now, records)
+  })
 }
 
 /**
@@ -101,10 +109,7 @@ export async function changePerson(db: PeopleDb, scope: Scope, id: number, input
   }
   const moves = columns.custno !== undefined && columns.custno !== Number(before.custno) && Number(before.deleted) === 0
   await writing(input, () => moves
-    ? db.transaction().execute(async (trx) => {
-      await room(trx, [{ parent: Number(before.parent), custno: columns.custno!, count: 1, move: true }])
-      await updatePerson(trx, scope, id, columns, now, records)
-    })
+    ? updateWithRoom(db, room, { parent: Number(before.parent), custno: columns.custno!, count: 1, move: true }, scope, id, columns, now, records)
     : updatePerson(db, scope, id, columns, now, records))
   // Still in scope after a move: only a parent-wide key may change Custno, and it sees every Custno.
   return { before, after: personRecord(await findPerson(db, scope, id)) }
@@ -121,9 +126,6 @@ export async function setPersonColumns(db: PeopleDb, scope: Scope, id: number, c
 export async function recallPerson(db: PeopleDb, scope: Scope, id: number, now: number, room: PeopleRoom, records: StoredRecords): Promise<ChangedPerson> {
   const before = await findPerson(db, scope, id)
   if (Number(before.deleted) === 0) return setPersonColumns(db, scope, id, { deleted: 0 }, now, records)
-  await db.transaction().execute(async (trx) => {
-    await room(trx, [{ parent: Number(before.parent), custno: Number(before.custno), count: 1 }])
-    await updatePerson(trx, scope, id, { deleted: 0 }, now, records)
-  })
+  await updateWithRoom(db, room, { parent: Number(before.parent), custno: Number(before.custno), count: 1 }, scope, id, { deleted: 0 }, now, records)
   return { before, after: personRecord(await findPerson(db, scope, id)) }
 }
