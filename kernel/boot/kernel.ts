@@ -22,7 +22,7 @@ import { createServer } from '../http/server.ts'
 import type { ClusterLink } from './cluster.ts'
 import { invalidation, keyPartition } from './invalidation.ts'
 import { buildPipelines } from '../http/pipelines.ts'
-import { AccessStamp, accessStampPollMs } from '../cluster/accessStamp.ts'
+import { AccessStamp, accessStampEveryMs } from '../cluster/accessStamp.ts'
 import { ReplayGuard } from '../auth/replayGuard.ts'
 import { DatabaseSignatures, limiterSignatures } from '../auth/usedSignatures.ts'
 import { SignatureMemory, signatureMemoryMax } from '../auth/signatureMemory.ts'
@@ -207,7 +207,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     async listen() {
       await metrics.listen(config.metrics)
       // Only a serving process watches; the CLI's kernel only writes the stamp.
-      await accessStamp?.watch(Math.min(accessStampPollMs, config.cache.keyTtlSeconds * 1000), () => {
+      await accessStamp?.watch(accessStampEveryMs(config.cache.keyTtlSeconds), () => {
         keys.forgetAll()
         cache.clear()
       })

@@ -3,8 +3,10 @@ import type { Kysely } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
 import { isUniqueViolation } from '../storage/database.ts'
 
-/** How often a serving process reads the stamp (at most: never less often than its keys' cache life). */
-export const accessStampPollMs = 5_000
+/** How often a serving process reads the stamp: every 5 s, or every `cache.keyTtlSeconds` when that is shorter. */
+export function accessStampEveryMs(keyTtlSeconds: number): number {
+  return Math.min(5_000, keyTtlSeconds * 1000)
+}
 
 /** The setting every process on one database reads: a new value means keys, groups or ACL changed. */
 const stampName = 'access_changed'

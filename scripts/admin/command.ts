@@ -2,7 +2,7 @@ import { join } from 'node:path'
 import type { ParseArgsConfig } from 'node:util'
 import type { Config } from '../../kernel/boot/config.ts'
 import type { Kernel } from '../../kernel/boot/kernel.ts'
-import { accessStampPollMs } from '../../kernel/cluster/accessStamp.ts'
+import { accessStampEveryMs } from '../../kernel/cluster/accessStamp.ts'
 
 /**
  * When a running service sees a change this CLI made to keys, groups or ACL: at once
@@ -10,7 +10,7 @@ import { accessStampPollMs } from '../../kernel/cluster/accessStamp.ts'
  * (kernel/cluster/accessStamp.ts).
  */
 export function serviceSeesIt(config: Config): string {
-  return config.redisUrl ? 'a running service sees this at once (Redis)' : `a running service sees this within ${Math.min(accessStampPollMs / 1000, config.cache.keyTtlSeconds)} s`
+  return config.redisUrl ? 'a running service sees this at once (Redis)' : `a running service sees this within ${accessStampEveryMs(config.cache.keyTtlSeconds) / 1000} s`
 }
 
 /** A mistake in the command line: printed with the usage hint, exit 2. */
