@@ -135,3 +135,23 @@ t.test('batches refused whole', (t) =>
     t.match(empty.text, /refusing to terminate everyone/)
   }),
 )
+
+// MariaDB's collations ignore trailing spaces in the unique (customer, Source_Id) key;
+// SQLite's do not. Values are trimmed, so "E1 " is "E1" on both and a batch is never
+// refused whole by the key for a row the plugin took for new.
+t.test('a Source_Id with spaces around it is the same Source_Id', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const first = (await service.call('POST', '/people/update/importinit', { body: {} })).json.ImportId
+    t.match((await service.call('POST', '/people/update/importmass', { body: { ImportId: first, People: [{ Source_Id: 'E1', LastName: 'One' }] } })).json, { Added: 1 })
+    const second = (await service.call('POST', '/people/update/importinit', { body: {} })).json.ImportId
+    const batch = await service.call('POST', '/people/update/importmass', {
+      body: { ImportId: second, People: [{ Source_Id: 'E1 ', LastName: 'Uno' }, { Source_Id: ' E2', LastName: 'Two ' }, { Source_Id: 'E2', LastName: 'Dos' }] },
+    })
+    t.equal(batch.status, 200, batch.text)
+    t.match(batch.json, { Added: 1, Changed: 1, Rejected: 1 })
+    t.match(batch.json.Rejections[0], { Row: 3, Source_Id: 'E2', Reason: "Source_Id 'E2' repeats row 2 of this batch." })
+    const listed = (await service.call('GET', '/People/Read/Missing')).json.People
+    t.same(listed.map((person: { Source_Id: string; LastName: string }) => [person.Source_Id, person.LastName]), [['E2', 'Two'], ['E1', 'Uno']])
+  }),
+)

@@ -140,6 +140,10 @@ t.test('single-person updates answer the person as stored', (t) =>
       [{ LastName: 'X', Salary: 1 }, /^Error: Salary is not a known field/],
       [{ LastName: 'X', Source_Id: 'HR-1' }, /^Error: Source_Id 'HR-1' is already used/],
       [{ Id: created.Id, LastName: '' }, /^Error: LastName cannot be emptied/],
+      [{ FirstName: 'Blank', LastName: '   ' }, /^Error: LastName is required/],
+      [{ Id: created.Id, LastName: ' \t ' }, /^Error: LastName cannot be emptied/],
+      [{ LastName: 'X', Source_Id: ' HR-1 ' }, /^Error: Source_Id 'HR-1' is already used/],
+      [{ LastName: 'X', Gender: 'Q' }, /^Error: Gender must be one of M, F, U, null\.$/],
       [{ Id: 999999, Title: 'x' }, /^Error: Person 999999 not found/],
     ]
     for (const [body, message] of refusals) {
@@ -157,6 +161,12 @@ t.test('single-person updates answer the person as stored', (t) =>
     const dated = await service.call('POST', '/People/Update/OneTerminate', { body: { Id: created.Id, TermDate: '2030-06-30' } })
     t.equal(dated.json.TermDate, '2030-06-30')
     t.equal((await service.call('POST', '/People/Update/OneTerminate', { body: { Id: created.Id, TermDate: 'soon' } })).status, 400)
+    const blankDate = await service.call('POST', '/People/Update/OneTerminate', { body: { Id: created.Id, TermDate: '' } })
+    t.equal(blankDate.status, 400, 'an empty TermDate does not clear the termination')
+    t.equal(blankDate.text, 'Error: TermDate must be a date (YYYY-MM-DD); leave it out for today.')
+    const trimmed = await service.call('POST', '/People/Update/OneChange', { body: { Id: created.Id, NickName: '  Annie \r' } })
+    t.equal(trimmed.json.NickName, 'Annie', 'text fields are stored trimmed')
+    t.equal(trimmed.json.TermDate, '2030-06-30', 'the refused terminations changed nothing')
     t.equal((await service.call('POST', '/People/Update/OneRemove', { body: { Id: 424242 } })).status, 404)
   }),
 )

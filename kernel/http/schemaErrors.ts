@@ -9,7 +9,7 @@ export function describeSchemaError(error: ErrorObject, where: 'body' | 'query')
     case 'additionalProperties':
       return `${field ? field + '.' : ''}${(error.params as { additionalProperty: string }).additionalProperty} is not a known ${where === 'body' ? 'field' : 'parameter'}.`
     case 'enum':
-      return `${field || where} must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.join(', ')}.`
+      return `${field || where} must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.map((value) => value === null ? 'null' : String(value)).join(', ')}.`
     default:
       return `${field || where} ${error.message}.`
   }

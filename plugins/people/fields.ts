@@ -90,7 +90,7 @@ export function dayText(day: CalendarDay): string {
 
 /**
  * Turns the given API fields into column values. Only fields present in `input` are
- * returned, so a change touches nothing else; null or "" clears a field. Returns the
+ * returned, so a change touches nothing else; null or "" clears a field. Text is trimmed. Returns the
  * reason as text when a value does not fit (the caller decides: 400, or a rejected row).
  */
 export function columnsFromInput(input: PersonInput): PersonColumns | string {
@@ -124,8 +124,13 @@ export function columnsFromInput(input: PersonInput): PersonColumns | string {
         columns[field.column] = time
         break
       }
-      default:
-        columns[field.column] = value
+      default: {
+        // Trimmed, so "s30 " is the Source_Id "s30" on every database (MariaDB's
+        // collations ignore trailing spaces in unique keys, SQLite's do not) and a
+        // name of spaces is no name.
+        const text = value?.trim()
+        columns[field.column] = text ? text : null
+      }
     }
   }
   if ('photo' in columns) columns.has_photo = columns.photo ? 1 : 0

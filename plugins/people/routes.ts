@@ -196,6 +196,8 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       async handler(call) {
         const now = kernel.clock()
         const scope = scopeOf(call.caller)
+        // "" would clear the termination this call exists to set: a date, or none for today.
+        if (call.body.TermDate !== undefined && call.body.TermDate.trim() === '') throw badRequest('TermDate must be a date (YYYY-MM-DD); leave it out for today.')
         const columns = columnsFromInput({ TermDate: call.body.TermDate ?? await tenantToday(scope, now) })
         if (typeof columns === 'string') throw badRequest(columns)
         return changed(call, await setPersonColumns(db, scope, call.body.Id, columns, now, records))

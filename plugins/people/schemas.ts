@@ -57,7 +57,7 @@ export const idBody = {
   properties: { Id: id },
 } as const
 
-/** POST /People/Update/OneTerminate: TermDate defaults to today (UTC). */
+/** POST /People/Update/OneTerminate: TermDate defaults to today in the tenant's time zone; "" is refused. */
 export const terminateBody = {
   type: 'object',
   additionalProperties: false,
