@@ -8,6 +8,8 @@ t.test('x-apidate formats (D3)', async (t) => {
   t.equal(parseApiDate('Sun, 22 Nov 2026 08:49:37 GMT'), Date.UTC(2026, 10, 22, 8, 49, 37))
   t.equal(parseApiDate('2026-11-22T08:49:37Z'), Date.UTC(2026, 10, 22, 8, 49, 37))
   t.equal(parseApiDate('2026-11-22T08:49:37.250Z'), Date.UTC(2026, 10, 22, 8, 49, 37, 250))
+  t.equal(parseApiDate('2026-11-22T08:49:37+00:00'), Date.UTC(2026, 10, 22, 8, 49, 37), 'RFC 3339 UTC as +00:00')
+  t.equal(parseApiDate('2026-11-22T08:49:37.5-00:00'), Date.UTC(2026, 10, 22, 8, 49, 37, 500), 'and as -00:00')
   for (const bad of ['', 'yesterday', 'Mon, 22 Nov 2026 08:49:37 GMT', 'Sun, 22 Nov 2026 08:49:37 UTC', '2026-11-22T08:49:37+01:00',
     '2026-11-22 08:49:37', 'Sun, 31 Feb 2026 08:49:37 GMT', '2026-02-30T00:00:00Z', '2026-11-22T24:00:00Z', '1763801377', 'Sunday, 22-Nov-26 08:49:37 GMT']) {
     t.equal(parseApiDate(bad), null, `refused: '${bad}'`)

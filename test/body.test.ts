@@ -57,6 +57,24 @@ t.test('request bodies', (t) =>
     t.equal(await streamed(signedFor), 413)
     t.equal(await streamed(''), 401, 'without credentials the body is not read at all')
     t.equal((await service.call('GET', '/Probe/Echo')).status, 200, 'the service keeps answering')
+
+    // HTTP/1.1 without Host: refused as every other error is, plain text (node:http's own
+    // refusal had no body). HTTP/1.0 needs no Host and is served.
+    const raw = (request: string) => new Promise<string>((resolve, reject) => {
+      const socket = connect(service.port, '127.0.0.1')
+      let data = ''
+      socket.on('data', (chunk) => (data += chunk))
+      socket.on('end', () => resolve(data))
+      socket.on('error', reject)
+      socket.write(request)
+    })
+    const noHost = await raw('GET /v1.0/Api/Read/Acl HTTP/1.1\r\nConnection: keep-alive\r\n\r\n')
+    t.match(noHost, /^HTTP\/1\.1 400 /)
+    t.match(noHost, /\r\ncontent-type: text\/plain; charset=utf-8\r\n/i)
+    t.match(noHost, /\r\nconnection: close\r\n/i)
+    t.match(noHost, /\r\n\r\nError: The Host header is required\.$/)
+    const http10 = await raw('GET /v1.0/Api/Read/Acl HTTP/1.0\r\n\r\n')
+    t.match(http10, /^HTTP\/1\.1 401 .*\r\n\r\nError: Missing credentials/s, 'HTTP/1.0 without Host reaches authentication')
   }),
 )
 

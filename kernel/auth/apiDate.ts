@@ -1,5 +1,5 @@
 const imfFixdate = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\d{2}) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (\d{4}) (\d{2}):(\d{2}):(\d{2}) GMT$/
-const rfc3339Utc = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?Z$/i
+const rfc3339Utc = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:Z|[+-]00:00)$/i
 const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec']
 const weekdays = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat']
 
@@ -14,7 +14,8 @@ function checkedUtc(year: number, month: number, day: number, hour: number, minu
 
 /**
  * Parses an x-apidate (D3): IMF-fixdate (`Sun, 22 Nov 2026 08:49:37 GMT`) or RFC 3339
- * UTC (`2026-11-22T08:49:37Z`). Returns epoch ms, or null for anything else.
+ * UTC (`2026-11-22T08:49:37Z`; `+00:00` and `-00:00` are UTC too). Returns epoch ms, or
+ * null for anything else (another offset included: D3 asks for UTC).
  */
 export function parseApiDate(text: string): number | null {
   let match = imfFixdate.exec(text)

@@ -48,6 +48,11 @@ export function createServer(options: HttpServerOptions): HttpServer {
   let allSettled: (() => void) | null = null
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    // HTTP/1.1 requires Host (RFC 9112 3.2); node:http's own refusal had no body.
+    if (request.headers.host === undefined && request.httpVersionMinor === 1) {
+      response.shouldKeepAlive = false
+      return send(response, errorAnswer('Error: The Host header is required.', 400))
+    }
     if (outsideBasePath?.(request, response)) return
     const url = request.url ?? '/'
     const queryAt = url.indexOf('?')
@@ -69,6 +74,8 @@ export function createServer(options: HttpServerOptions): HttpServer {
     keepAliveTimeout: config.timeouts.keepAliveMs,
     // Node checks the two timeouts above on this interval; the default (30 s) is too slow.
     connectionsCheckingInterval: 1000,
+    // Checked in handle(), so the refusal is a plain-text Error: like every other.
+    requireHostHeader: false,
   }
   const listener = (request: IncomingMessage, response: ServerResponse) => {
     handle(request, response).catch((error) => {
