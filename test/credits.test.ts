@@ -81,6 +81,8 @@ t.test('create, edit, AddCredits, costs and the listing', (t) =>
     t.equal(refillUnlimited.text, 'Error: Refill needs Credits: a key with unlimited Credits (null) has nothing to refill.')
     const badEvery = await edit({ Refill: { Amount: 5, Every: '1Week' } })
     t.equal(badEvery.status, 400)
+    const noAmount = await edit({ Refill: { Every: '1Day' } })
+    t.equal(noAmount.text, 'Error: Refill.Amount is required.', 'a nested field is named with its object')
     const negative = await edit({ Credits: -1 })
     t.equal(negative.status, 400)
     const addToUnlimited = await service.call('POST', '/Api/Edit/Key', { today: true, body: { KeyId: unlimited.id, AddCredits: 5 } })

@@ -5,7 +5,7 @@ export function describeSchemaError(error: ErrorObject, where: 'body' | 'query')
   const field = error.instancePath ? error.instancePath.slice(1).replaceAll('/', '.') : ''
   switch (error.keyword) {
     case 'required':
-      return `${(error.params as { missingProperty: string }).missingProperty} is required.`
+      return `${field ? field + '.' : ''}${(error.params as { missingProperty: string }).missingProperty} is required.`
     case 'additionalProperties':
       return `${field ? field + '.' : ''}${(error.params as { additionalProperty: string }).additionalProperty} is not a known ${where === 'body' ? 'field' : 'parameter'}.`
     case 'enum':
