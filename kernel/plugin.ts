@@ -127,6 +127,11 @@ export interface Route<Body = any, Query = any> {
    * records become one `item` element each, directly inside the root.
    */
   xml: { root: string; item?: string; list?: string }
+  /**
+   * How an answer is reshaped for XML when its JSON shape cannot be (member names that
+   * are no XML element names, such as `1Sec`). The call log keeps the JSON shape.
+   */
+  xmlValue?: (result: any, call: Call<Body, Query>) => unknown
   /** How an answer becomes CSV rows when it is not already a list of records (a JsonText answer arrives as its value). */
   csv?: (result: any, call: Call<Body, Query>) => unknown[]
   /**

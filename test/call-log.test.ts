@@ -171,6 +171,13 @@ t.test('each log level stores exactly its fields', (t) =>
     const limitsLog = await readLog(service, limits.headers.get('x-requestid'), limited)
     t.same(Object.keys(limitsLog.json.Rsponse), ['1Sec', '1Hour', '1Mon'])
     t.same(limitsLog.json.Rsponse, limits.json)
+    // ... whatever format it was answered in (XML sends one <Window> item per window).
+    const limitsXml = await service.call('GET', '/Api/Read/Limits?format=xml', { key: limited })
+    t.match(limitsXml.text, /<Limits>\s*<Window>\s*<Window>1Sec<\/Window>/)
+    const limitsXmlLog = await readLog(service, limitsXml.headers.get('x-requestid'), limited)
+    t.equal(limitsXmlLog.json.Response_Format, 'xml')
+    t.same(Object.keys(limitsXmlLog.json.Rsponse), ['1Sec', '1Hour', '1Mon'])
+    t.match(limitsXmlLog.json.Rsponse['1Sec'], { Limit: 10, Remain: Number, ResetDate: String, TimeLeft: String })
 
     // An XML answer is logged as its value.
     const xml = await service.call('GET', '/Api/Read/Acl?format=xml', { headers: { 'x-LogLevel': '2' } })

@@ -145,6 +145,7 @@ const logPlugin: Plugin = {
         // A window's label (`10/1Sec`) is no XML element name: in XML and CSV each window
         // is an item with its label in Window.
         xml: { root: 'Limits', item: 'Window' },
+        xmlValue: (result: FullLimits) => windowRows(result),
         csv: (result: FullLimits) => windowRows(result),
         // A key without MaxHits or Credits has no window: its CSV is the header alone.
         csvColumns: ['Window', 'Limit', 'Remain', 'ResetDate', 'TimeLeft'],
@@ -157,7 +158,7 @@ const logPlugin: Plugin = {
           // Credits are read only for a key that has them (the stage spent one already).
           const credits = caller.metered ? await kernel.credits.status(caller.id) : noCredits
           const answer = fullLimitsAnswer(caller, windows, tenants, credits, kernel.clock())
-          return call.format === 'xml' ? windowRows(answer) : answer
+          return answer
         },
       }),
       levelsRoute(),

@@ -9,7 +9,9 @@ export function handleStage(): Stage {
     const route = exchange.mounted.route
     exchange.result = result
     const rows = exchange.format === 'csv' && route.csv ? route.csv(answerValue(result), exchange) : undefined
-    const encoded = encode(result, exchange.format, route, rows)
+    // exchange.result keeps the JSON shape (the call log stores it, D8); only the encoding is reshaped.
+    const value = exchange.format === 'xml' && route.xmlValue ? route.xmlValue(answerValue(result), exchange) : result
+    const encoded = encode(value, exchange.format, route, rows)
     exchange.answer = { status: encoded.status ?? 200, body: encoded.body, contentType: encoded.contentType, headers: exchange.extraHeaders }
   }
   return {
