@@ -89,6 +89,15 @@ t.test('formats (D12)', (t) =>
     t.equal(csv.text, 'Key,Acl\r\nRoot administrator,/Probe/Echo')
     const json = await service.call('GET', '/Probe/Echo', { headers: { accept: 'text/html, application/json' } })
     t.equal(json.headers.get('content-type'), 'application/json; charset=utf-8')
+    // Accept's q-values (RFC 9110 12.5.1): the highest wins, q=0 is "not this one", and
+    // the any-type range stands for the key's own format (json here).
+    const formatFor = async (accept: string) => (await service.call('GET', '/Probe/Echo', { headers: { accept } })).headers.get('content-type')?.split(';')[0]
+    t.equal(await formatFor('application/json;q=0.1, text/csv;q=0.9'), 'text/csv')
+    t.equal(await formatFor('application/xml;q=0, application/json'), 'application/json')
+    t.equal(await formatFor('text/csv;q=0'), 'application/json', 'only a refused one of ours: the key format')
+    t.equal(await formatFor('text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'), 'application/xml', "a browser's Accept")
+    t.equal(await formatFor('text/csv;q=0.5, */*'), 'application/json')
+    t.equal(await formatFor('application/xml, text/csv'), 'application/xml', 'a tie: the first listed')
     const unknown = await service.call('GET', '/Probe/Echo?format=yaml')
     t.equal(unknown.status, 400)
     t.equal(unknown.text, 'Error: format must be one of json, xml, csv.')

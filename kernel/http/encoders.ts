@@ -18,12 +18,37 @@ export const contentTypes: Record<ResponseFormat, string> = {
   csv: 'text/csv; charset=utf-8',
 }
 
-const acceptFormats: [string, ResponseFormat][] = [
-  ['application/json', 'json'],
-  ['application/xml', 'xml'],
-  ['text/xml', 'xml'],
-  ['text/csv', 'csv'],
-]
+const acceptFormats: Record<string, ResponseFormat> = {
+  'application/json': 'json',
+  'application/xml': 'xml',
+  'text/xml': 'xml',
+  'text/csv': 'csv',
+}
+
+/**
+ * The format an Accept header prefers among ours (RFC 9110 12.5.1): the highest q,
+ * the first listed on a tie; q=0 means "not this one"; the any-type range stands for the key's
+ * own format. Null when it names none of ours (the key's format then applies).
+ */
+function acceptedFormat(accept: string, keyFormat: ResponseFormat): ResponseFormat | null {
+  let best: ResponseFormat | null = null
+  let bestQuality = 0
+  for (const range of accept.toLowerCase().split(',')) {
+    const [type, ...parameters] = range.split(';')
+    const mediaType = type.trim()
+    const format = mediaType === '*/*' ? keyFormat : acceptFormats[mediaType]
+    if (format === undefined) continue
+    let quality = 1
+    for (const parameter of parameters) {
+      const [name, value] = parameter.split('=')
+      if (name.trim() === 'q') quality = Number(value?.trim())
+    }
+    if (!(quality > bestQuality) || quality > 1) continue
+    best = format
+    bestQuality = quality
+  }
+  return best
+}
 
 /**
  * The format of one answer (D12): `?format=` first, then an Accept header naming one
@@ -34,19 +59,7 @@ export function chooseFormat(queryFormat: string | undefined, accept: string | u
     const lower = queryFormat.toLowerCase()
     return lower === 'json' || lower === 'xml' || lower === 'csv' ? lower : null
   }
-  if (accept !== undefined && accept !== '*/*') {
-    const lower = accept.toLowerCase()
-    let best: ResponseFormat | null = null
-    let bestAt = Infinity
-    for (const [type, format] of acceptFormats) {
-      const at = lower.indexOf(type)
-      if (at !== -1 && at < bestAt) {
-        best = format
-        bestAt = at
-      }
-    }
-    if (best) return best
-  }
+  if (accept !== undefined && accept !== '*/*') return acceptedFormat(accept, keyFormat) ?? keyFormat
   return keyFormat
 }
 
