@@ -4,7 +4,7 @@
  * and GET /Api/Read/Changes/Rss as RSS 2.0, both public. On SQLite and MariaDB.
  */
 import t from 'tap'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { get } from 'node:http'
@@ -50,6 +50,9 @@ t.test('every route of every plugin enabled by default has an entry that adds it
     t.ok(history.length > 0, `plugin ${plugin.name} ships a history`)
     for (let index = 1; index < history.length; index++) t.ok(history[index - 1].Date >= history[index].Date, `${plugin.name}: entry ${index} is not newer than the one before (newest first)`)
   }
+  // The service reports its package version (Servers, metrics): the newest entry's.
+  const newest = plugins.flatMap((plugin) => plugin.history ?? []).sort((a, b) => b.Date.localeCompare(a.Date) || b.Version.localeCompare(a.Version, undefined, { numeric: true }))[0]
+  t.equal(JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version, newest.Version, 'package.json version is the newest history entry\'s')
   // The routes as a real start mounts them, on a throwaway SQLite.
   const service = await startService(t, { kind: 'sqlite' })
   const added = new Set(service.kernel.services.history().filter((entry) => entry.Kind === 'added').map((entry) => entry.Operation.toLowerCase()))

@@ -4,6 +4,7 @@
  * rate-limit refusals, cache hits), the log queue and process metrics present.
  */
 import t from 'tap'
+import { readFileSync } from 'node:fs'
 import { forEachDatabase, startService } from './helpers/service.ts'
 import { freePort } from './helpers/freePort.ts'
 import { insertKey } from './helpers/keys.ts'
@@ -23,7 +24,7 @@ t.test('metrics count calls, refusals and cache hits', async (t) => {
     t.ok(before.families.has('keygate_call_log_queue_depth'), 'log queue depth')
     t.ok(before.families.has('process_cpu_user_seconds_total'), 'Node process metrics')
     t.ok(before.families.has('nodejs_eventloop_lag_seconds'), 'Node runtime metrics')
-    t.equal(sample(before.families, 'keygate_info', { version: '0.1.0' }), 1)
+    t.equal(sample(before.families, 'keygate_info', { version: JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version }), 1)
 
     for (let index = 0; index < 3; index++) t.equal((await service.call('GET', '/Api/Read/Acl')).status, 200)
     t.equal((await service.call('GET', '/Api/Read/Acl', { key: null })).status, 401)
