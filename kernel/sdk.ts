@@ -72,10 +72,11 @@ export type { EventHandler, EventType, KernelEvent } from './events/events.ts'
 // IP addresses and CIDR ranges as config lists them (webhooks.allowAddresses).
 export { parseAddressRange, type AddressRange } from './boot/addressRange.ts'
 
-// `kernel.log`: the service log, a pino logger bound to the plugin.
-export type { Logger } from './observe/logger.ts'
+// `kernel.log`: the service log, a pino logger bound to the plugin. errorReporter: a
+// background job's error report that says a database outage once per 5 s, as the kernel does.
+export { errorReporter, type Logger } from './observe/logger.ts'
 
 // Tables that behave the same on SQLite and MySQL/MariaDB; rowBuilder: row objects from value arrays, one literal compiled per column list;
 // valueListers: the inverse, rows as one flat value list for a multi-row statement, compiled per column list.
-export { isUniqueViolation, portableTable, retryOnDeadlock, rowBuilder, valueListers, type Dialect, type ValueLister } from './storage/database.ts'
+export { isStoreOutage, isUniqueViolation, portableTable, retryOnDeadlock, rowBuilder, valueListers, type Dialect, type ValueLister } from './storage/database.ts'
 

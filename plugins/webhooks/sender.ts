@@ -3,7 +3,7 @@ import { request as httpRequest, type RequestOptions } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import type { LookupFunction } from 'node:net'
 import type { Kysely } from 'kysely'
-import type { KernelServices, Logger } from '../../kernel/sdk.ts'
+import { errorReporter, isStoreOutage, type KernelServices, type Logger } from '../../kernel/sdk.ts'
 import type { WebhookTables } from './tables.ts'
 import { signatureHeaders } from './signing.ts'
 import { AddressRefused, type AddressGuard, type CheckedAddress } from './addressGuard.ts'
@@ -44,9 +44,12 @@ export class WebhookSender {
     private readonly guard: AddressGuard,
     /** The plugin's service log: a round's unexpected failure, a delivery given up on. */
     private readonly log: Logger,
-  ) {}
+  ) {
+    // A database outage fails every round the same way: one warning per 5 s, not a stack a second.
+    this.report = errorReporter(log, isStoreOutage)
+  }
 
-  private readonly report = (error: unknown): void => this.log.error({ err: error }, 'webhook sender failed')
+  private readonly report: (error: unknown) => void
 
   start(): void {
     this.timer = setInterval(() => void this.sendDue(), this.settings.pollMs)
