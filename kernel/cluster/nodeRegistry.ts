@@ -179,6 +179,9 @@ export class NodeRegistry {
   async serving(port: number): Promise<void> {
     this.port = port
     this.startBeating()
+    // A beat already under way was sent without the port: wait for it, then store the port,
+    // so the process is listed by the time it says it listens.
+    await this.beating
     await this.heartbeat()
   }
 
