@@ -90,7 +90,7 @@ export function dayText(day: CalendarDay): string {
 
 /**
  * Turns the given API fields into column values. Only fields present in `input` are
- * returned, so a change touches nothing else; null or "" clears a field. Text is trimmed. Returns the
+ * returned, so a change touches nothing else; null or "" clears a field. Trailing white space is dropped. Returns the
  * reason as text when a value does not fit (the caller decides: 400, or a rejected row).
  */
 export function columnsFromInput(input: PersonInput): PersonColumns | string {
@@ -125,10 +125,10 @@ export function columnsFromInput(input: PersonInput): PersonColumns | string {
         break
       }
       default: {
-        // Trimmed, so "s30 " is the Source_Id "s30" on every database (MariaDB's
-        // collations ignore trailing spaces in unique keys, SQLite's do not) and a
-        // name of spaces is no name.
-        const text = value?.trim()
+        // Trailing white space dropped, so "s30 " is the Source_Id "s30" on every database
+        // (MariaDB's collations ignore trailing spaces in unique keys, SQLite's do not) and
+        // a name of spaces is no name. Leading characters are kept as sent.
+        const text = value?.trimEnd()
         columns[field.column] = text ? text : null
       }
     }

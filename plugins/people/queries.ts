@@ -67,7 +67,7 @@ async function writing<T>(input: PersonInput, write: () => Promise<T>): Promise<
   try {
     return await write()
   } catch (error) {
-    if (isUniqueViolation(error)) throw badRequest(`Source_Id '${String(input.Source_Id).trim()}' is already used by another person of this customer.`)
+    if (isUniqueViolation(error)) throw badRequest(`Source_Id '${String(input.Source_Id).trimEnd()}' is already used by another person of this customer.`)
     throw error
   }
 }
