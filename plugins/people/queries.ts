@@ -62,12 +62,12 @@ function checkedColumns(input: PersonInput): PersonColumns {
   return columns
 }
 
-/** Writes, turning a taken Source_Id into a 400 that names it. */
-async function writing<T>(input: PersonInput, write: () => Promise<T>): Promise<T> {
+/** Writes, turning a taken Source_Id (as the write stores it) into a 400 that names it. */
+async function writing<T>(sourceId: string | null | undefined, write: () => Promise<T>): Promise<T> {
   try {
     return await write()
   } catch (error) {
-    if (isUniqueViolation(error)) throw badRequest(`Source_Id '${String(input.Source_Id).trimEnd()}' is already used by another person of this customer.`)
+    if (isUniqueViolation(error)) throw badRequest(`Source_Id '${sourceId ?? ''}' is already used by another person of this customer.`)
     throw error
   }
 }
@@ -77,7 +77,7 @@ export async function createPerson(db: PeopleDb, scope: Scope, input: PersonInpu
   if (typeof custno === 'string') throw badRequest(custno)
   const columns = checkedColumns(input)
   if (!columns.last_name) throw badRequest('LastName is required when creating a person.')
-  const inserted = await writing(input, () =>
+  const inserted = await writing(columns.source_id, () =>
     db.transaction().execute(async (trx) => {
       await room(trx, [{ parent: scope.parent, custno, count: 1 }])
       const written = await trx.insertInto('people').values({ ...columns, parent: scope.parent, custno, created: now, date_edit: now }).executeTakeFirstOrThrow()
@@ -108,7 +108,8 @@ export async function changePerson(db: PeopleDb, scope: Scope, id: number, input
     columns.custno = custno
   }
   const moves = columns.custno !== undefined && columns.custno !== Number(before.custno) && Number(before.deleted) === 0
-  await writing(input, () => moves
+  // A move keeps the Source_Id, which the target customer may hold already.
+  await writing(columns.source_id ?? before.source_id, () => moves
     ? updateWithRoom(db, room, { parent: Number(before.parent), custno: columns.custno!, count: 1, move: true }, scope, id, columns, now, records)
     : updatePerson(db, scope, id, columns, now, records))
   // Still in scope after a move: only a parent-wide key may change Custno, and it sees every Custno.
