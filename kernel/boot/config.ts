@@ -318,7 +318,7 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
   if (config.nodes.heartbeatMs >= config.nodes.expireMs) throw new ConfigError(`invalid setting nodes.heartbeatMs: must be less than nodes.expireMs (got ${config.nodes.heartbeatMs} >= ${config.nodes.expireMs})`)
   if (!isTimeZone(config.people.timeZone)) throw new ConfigError(`invalid setting people.timeZone: not an IANA time zone (got ${JSON.stringify(config.people.timeZone)})`)
   // A range here would never equal a peer's address: the proxy would silently become the client.
-  const badProxy = config.trustProxy.find((entry) => isIP(entry.trim()) === 0)
+  const badProxy = config.trustProxy.find((entry) => isIP(entry) === 0)
   if (badProxy !== undefined) throw new ConfigError(`invalid setting trustProxy: not an IP address; list each proxy's address, ranges are not accepted (got ${JSON.stringify(badProxy)})`)
   const badAddress = config.webhooks?.allowAddresses.find((entry) => parseAddressRange(entry) === null)
   if (badAddress !== undefined) throw new ConfigError(`invalid setting webhooks.allowAddresses: not an IP address or CIDR range (got ${JSON.stringify(badAddress)})`)
