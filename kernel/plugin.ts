@@ -148,17 +148,22 @@ export interface Route<Body = any, Query = any> {
   cost?: number
 }
 
-/** A default group a plugin brings: created at first start (and when the plugin is enabled later). */
+/**
+ * The admin default group (D9, D14): the group that allows key creation. The keys
+ * plugin brings it; another plugin puts a route only admins may call into it by
+ * declaring a default group of this name (its paths join the group, see
+ * kernel/boot/bootstrap.ts). No key may assign it, so no path in it is ever handed on.
+ */
+export const adminGroupName = 'Key administration'
+
+/**
+ * A default group a plugin brings: created at first start (and when the plugin is
+ * enabled later). A group of a name that already exists (another plugin's, e.g.
+ * `adminGroupName`) gets this plugin's paths added instead.
+ */
 export interface DefaultGroup {
   name: string
   paths: { path: string; displayName: string; isPublic?: number; requireHttps?: number; requireHash?: HashMethod }[]
-  /**
-   * The root admin key's alone (e.g. how the service is deployed, D14): never
-   * assignable through the API, as a group that allows key creation is not (D9), and
-   * left out when `admin key bootstrap` gives a tenant admin the root key's groups.
-   * Any group whose paths cover one of these paths is treated so.
-   */
-  operatorOnly?: boolean
 }
 
 export interface LogRecord {

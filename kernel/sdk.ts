@@ -24,7 +24,7 @@ export type {
   StaticFiles,
   WindowStatus,
 } from './plugin.ts'
-export { defineRoute } from './plugin.ts'
+export { adminGroupName, defineRoute } from './plugin.ts'
 
 // Errors: throw these from a handler; the kernel answers `status` + `Error: ...` (D6).
 export { ApiError, badRequest, forbidden, notFound, unauthorized, type ErrorCode } from './http/errors.ts'

@@ -111,6 +111,10 @@ t.test('GET/POST /Api/Read/Groups and GET /Api/Read/Keys', (t) =>
       for (const creating of [groups.keyAdmin, groups.wildcard]) t.notOk(listedIds.includes(creating), `${method}: group ${creating} allows key creation and is never listed`)
       t.notOk(listed.json.some((group: { Paths: string[] }) => group.Paths.some((path) => path === '/*' || /^\/api\/(\*|create\/\*|create\/key)$/i.test(path))), 'no listed group covers /Api/Create/Key')
       t.same(listed.json.find((group: { Id: number }) => group.Id === groups.people), { Id: groups.people, Display_Name: 'People readers', Paths: ['/People/Read/*'] })
+      // D9: "lists exactly those": every group the caller holds (D14's own-groups read) but those allowing key creation.
+      const held = (await service.call('POST', '/Account/Read/Group', { body: {} })).json as { Id: number; Paths: string[] }[]
+      const expected = held.filter((group) => !group.Paths.some((path) => path === '/*' || /^\/api\/(\*|create\/\*|create\/key)$/i.test(path)))
+      t.same(listedIds.sort((a: number, b: number) => a - b), expected.map((group) => group.Id).sort((a, b) => a - b), `${method}: exactly the held groups that do not allow key creation`)
     }
     t.equal((await service.call('POST', '/Api/Read/Groups', { body: { Extra: 1 } })).status, 400)
 

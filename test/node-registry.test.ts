@@ -173,7 +173,7 @@ t.test('a SIGKILLed process vanishes from the list after the expiry; its node id
   }),
 )
 
-t.test('GET /Api/Read/Servers in xml and csv; only the service administration group has it', (t) =>
+t.test('GET /Api/Read/Servers in xml and csv; only the admin default group has it', (t) =>
   forEachDatabase(t, async (t, kind) => {
     const service = await startService(t, { kind })
     const xml = await service.call('GET', '/Api/Read/Servers?format=xml')
@@ -188,16 +188,21 @@ t.test('GET /Api/Read/Servers in xml and csv; only the service administration gr
     t.equal(lines[0], fields.join(','))
     t.match(lines[1], new RegExp(`^keygate-0,127\\.0\\.0\\.1,${service.port},0,"[^"]+ GMT","[^"]+ GMT",${version.replaceAll('.', '\\.')}$`))
 
-    const group = await groupNamed(service, 'Service administration')
+    // D14: "Its path is in the admin default group only": the group that allows key
+    // creation, which no key may assign (D9), so the root key cannot pass it on.
+    const group = await groupNamed(service, 'Key administration')
     const paths = await service.kernel.database.db.selectFrom('api_group_acl').innerJoin('api_acl', 'api_acl.id', 'api_group_acl.acl_id')
-      .select('api_acl.path').where('api_group_acl.group_id', '=', group).execute()
-    t.same(paths.map((row) => row.path), ['/Api/Read/Servers'], 'the group holds this one path')
+      .select('api_acl.path').where('api_acl.path', '=', '/Api/Read/Servers').execute()
+    t.equal(paths.length, 1, 'one ACL entry has the path')
+    const holders = await service.kernel.database.db.selectFrom('api_group_acl').innerJoin('api_acl', 'api_acl.id', 'api_group_acl.acl_id')
+      .innerJoin('api_groups', 'api_groups.id', 'api_group_acl.group_id').select('api_groups.display_name').where('api_acl.path', '=', '/Api/Read/Servers').execute()
+    t.same(holders.map((row) => row.display_name), ['Key administration'], 'in the admin default group only')
+    t.notOk(await service.kernel.database.db.selectFrom('api_groups').select('id').where('display_name', '=', 'Service administration').executeTakeFirst(), 'no group of its own')
     const reader = await insertKey(service, {}, [await groupNamed(service, 'Access list reader')])
     const refused = await service.call('GET', '/Api/Read/Servers', { key: reader })
     t.equal(refused.status, 403)
     t.equal(refused.text, 'Error: Your ACL does not allow /Api/Read/Servers.')
 
-    // D14: "Its path is in the admin default group only": the root key cannot pass it on.
     const assignable = (await service.call('GET', '/Api/Read/Groups')).json as { Id: number; Paths: string[] }[]
     t.notOk(assignable.some((item) => item.Id === group), 'not among the groups the root key may assign')
     t.notOk(assignable.some((item) => item.Paths.some((path) => path.toLowerCase() === '/api/read/servers')))
@@ -212,17 +217,17 @@ t.test('GET /Api/Read/Servers in xml and csv; only the service administration gr
 )
 
 // SQLite only: the CLI is a process start; the rule is the kernel's, shared with the API above.
-t.test("a tenant admin from 'admin key bootstrap' gets the root key's groups but Service administration", async (t) => {
+t.test("a tenant admin from 'admin key bootstrap' gets the root key's groups, the admin group with the servers among them", async (t) => {
   const service = await startService(t, { kind: 'sqlite' })
   const made = await adminOn(service, 'key', 'bootstrap', '--parent', '2', '--custno', '0', '--name', 'Tenant two', '--json')
   t.equal(made.code, 0, made.stderr)
   const tenantAdmin = JSON.parse(made.stdout) as { Id: number; Api_Key: string; Api_Secret: string }
-  const servers = await groupNamed(service, 'Service administration')
   const rootGroups = (await service.kernel.services.keys.groupsOf(service.admin.id)).map((group) => group.Id)
   const adminGroups = (await service.kernel.services.keys.groupsOf(tenantAdmin.Id)).map((group) => group.Id)
-  t.same(adminGroups, rootGroups.filter((id) => id !== servers))
-  const refused = await service.call('GET', '/Api/Read/Servers', { key: { apiKey: tenantAdmin.Api_Key, secret: tenantAdmin.Api_Secret } })
-  t.equal(refused.status, 403)
+  t.same(adminGroups, rootGroups)
+  t.ok(adminGroups.includes(await groupNamed(service, 'Key administration')))
+  const listed = await service.call('GET', '/Api/Read/Servers', { key: { apiKey: tenantAdmin.Api_Key, secret: tenantAdmin.Api_Secret } })
+  t.equal(listed.status, 200, listed.text)
 })
 
 t.test('the registry: a takeover is noticed, the database going away is survived', async (t) => {

@@ -2,7 +2,6 @@ import type { Kysely, Selectable, Transaction, Updateable } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
 import { retryOnDeadlock, type Dialect } from '../storage/database.ts'
 import type { SecretBox } from './secrets.ts'
-import { compileAclPath } from './aclPath.ts'
 import { issueKey, newKeyCredentials, type IssuedKey, type KeyFields } from './keyIssuer.ts'
 import type { TenantServices } from '../tenants/tenants.ts'
 import { changedFields, readAudit, recordChange, type AuditQuery, type AuditRecord } from '../audit/auditTrail.ts'
@@ -72,21 +71,7 @@ export class KeyAdministration {
     private readonly tenants?: Pick<TenantServices, 'ensureRoom'>,
     /** key.changed, key.disabled and key.rotated (issue 17), emitted inside the change's transaction. */
     private readonly events?: Pick<EventBus, 'emit'>,
-    /** The paths of the enabled plugins' operatorOnly default groups (kernel/plugin.ts DefaultGroup). */
-    private readonly operatorOnlyPaths: readonly string[] = [],
   ) {}
-
-  /**
-   * Whether a group with these ACL paths is the root admin key's alone: one of them
-   * covers a path of an operatorOnly default group (`/Api/Read/Servers`, D14). Such a
-   * group is never assignable and `admin key bootstrap` leaves it out.
-   */
-  operatorOnly(groupPaths: readonly string[]): boolean {
-    return groupPaths.some((groupPath) => {
-      const covers = compileAclPath(groupPath)
-      return this.operatorOnlyPaths.some((path) => covers(path))
-    })
-  }
 
   /**
    * A new key and its groups, in one transaction. A taken Display_Name surfaces as the

@@ -1,7 +1,7 @@
 import { writeFileSync, mkdirSync } from 'node:fs'
 import { createHash } from 'node:crypto'
 import { join } from 'node:path'
-import type { Kysely } from 'kysely'
+import type { Kysely, Transaction } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
 import { isUniqueViolation } from '../storage/database.ts'
 import type { DefaultGroup, Plugin } from '../plugin.ts'
@@ -80,21 +80,38 @@ export async function createGroup(db: Kysely<CoreTables>, group: DefaultGroup): 
   return db.transaction().execute(async (trx) => {
     const inserted = await trx.insertInto('api_groups').values({ display_name: group.name }).executeTakeFirstOrThrow()
     const groupId = Number(inserted.insertId)
-    for (const entry of group.paths) {
-      const acl = await trx
-        .insertInto('api_acl')
-        .values({
-          path: entry.path,
-          display_name: entry.displayName,
-          is_public: entry.isPublic ?? 0,
-          require_https: entry.requireHttps ?? 0,
-          require_hash: entry.requireHash ?? 0,
-        })
-        .executeTakeFirstOrThrow()
-      await trx.insertInto('api_group_acl').values({ group_id: groupId, acl_id: Number(acl.insertId) }).execute()
-    }
+    await addEntries(trx, groupId, group.paths)
     return groupId
   })
+}
+
+/**
+ * A default group whose name another plugin's group already has (the admin default
+ * group, `adminGroupName`): this plugin's paths join it, those it lacks. Returns its id.
+ */
+async function joinGroup(db: Kysely<CoreTables>, groupId: number, group: DefaultGroup): Promise<number> {
+  await db.transaction().execute(async (trx) => {
+    const held = new Set((await trx.selectFrom('api_group_acl').innerJoin('api_acl', 'api_acl.id', 'api_group_acl.acl_id')
+      .select('api_acl.path').where('api_group_acl.group_id', '=', groupId).execute()).map((row) => row.path))
+    await addEntries(trx, groupId, group.paths.filter((entry) => !held.has(entry.path)))
+  })
+  return groupId
+}
+
+async function addEntries(trx: Transaction<CoreTables>, groupId: number, paths: DefaultGroup['paths']): Promise<void> {
+  for (const entry of paths) {
+    const acl = await trx
+      .insertInto('api_acl')
+      .values({
+        path: entry.path,
+        display_name: entry.displayName,
+        is_public: entry.isPublic ?? 0,
+        require_https: entry.requireHttps ?? 0,
+        require_hash: entry.requireHash ?? 0,
+      })
+      .executeTakeFirstOrThrow()
+    await trx.insertInto('api_group_acl').values({ group_id: groupId, acl_id: Number(acl.insertId) }).execute()
+  }
 }
 
 /**
@@ -149,7 +166,7 @@ export async function bootstrap(
     const groups = await groupsToCreate(db, plugin, options.now)
     for (const group of groups) {
       const existing = await db.selectFrom('api_groups').select('id').where('display_name', '=', group.name).executeTakeFirst()
-      newGroupIds.push(existing ? Number(existing.id) : await createGroup(db, group))
+      newGroupIds.push(existing ? await joinGroup(db, Number(existing.id), group) : await createGroup(db, group))
       await markGroupMade(db, plugin.name, group.name, options.now)
     }
     if (groups.length > 0) await settleSetting(db, `groups_of_${plugin.name}`, new Date(options.now).toISOString())

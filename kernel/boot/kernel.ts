@@ -137,7 +137,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const keyAdministration = new KeyAdministration(db, dialect, secrets, clock, {
     key: (keyId) => invalidateEverywhere({ kind: 'key', keyId }),
     access: () => invalidateEverywhere({ kind: 'access' }),
-  }, tenants, events, plugins.flatMap((plugin) => plugin.defaultGroups ?? []).filter((group) => group.operatorOnly).flatMap((group) => group.paths.map((entry) => entry.path)))
+  }, tenants, events)
   const closers: (() => Promise<void>)[] = []
   const services: KernelServices = {
     config,

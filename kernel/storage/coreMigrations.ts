@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely'
 import { portableTable, type Dialect } from './database.ts'
-import type { Migrations } from '../plugin.ts'
+import { adminGroupName, type Migrations } from '../plugin.ts'
 
 /** Versioned migrations of the kernel's tables (CoreTables). Append, never edit. */
 export function coreMigrations(dialect: Dialect): Migrations {
@@ -210,6 +210,33 @@ export function coreMigrations(dialect: Dialect): Migrations {
           .addPrimaryKeyConstraint('api_used_signatures_pk', ['key_id', 'signature'])
           .execute()
         await db.schema.createIndex('api_used_signatures_expires').on('api_used_signatures').column('expires_at').execute()
+      },
+    },
+    '0011-servers-in-admin-group': {
+      // D9 and D14 together: version 0.3.1 kept GET /Api/Read/Servers in a group of its
+      // own, "Service administration", that /Api/Read/Groups hid although the root key
+      // held it. Its path now lives in the admin default group (kernel/plugin.ts
+      // adminGroupName), which no key may assign. Idempotent: a start that stopped
+      // half-way finishes it on the next one. A fresh database has no groups yet.
+      async up(db: Kysely<any>) {
+        const former = await db.selectFrom('api_groups').select('id').where('display_name', '=', 'Service administration').executeTakeFirst()
+        if (!former) return
+        const admin = await db.selectFrom('api_groups').select('id').where('display_name', '=', adminGroupName).executeTakeFirst()
+        // Without the keys plugin there is no admin group yet: the former group becomes it.
+        if (!admin) return void await db.updateTable('api_groups').set({ display_name: adminGroupName }).where('id', '=', former.id).execute()
+        const entries = await db.selectFrom('api_group_acl').innerJoin('api_acl', 'api_acl.id', 'api_group_acl.acl_id')
+          .select(['api_acl.id', 'api_acl.path']).where('api_group_acl.group_id', '=', former.id).execute()
+        const servers = entries.filter((entry) => entry.path.toLowerCase() === '/api/read/servers').map((entry) => entry.id)
+        if (servers.length > 0) {
+          const linked = new Set((await db.selectFrom('api_group_acl').select('acl_id').where('group_id', '=', admin.id).where('acl_id', 'in', servers).execute()).map((row) => Number(row.acl_id)))
+          const missing = servers.filter((aclId) => !linked.has(Number(aclId)))
+          if (missing.length > 0) await db.insertInto('api_group_acl').values(missing.map((aclId) => ({ group_id: admin.id, acl_id: aclId }))).execute()
+          await db.deleteFrom('api_group_acl').where('group_id', '=', former.id).where('acl_id', 'in', servers).execute()
+        }
+        // A group the operator gave other paths stays, as an ordinary group, without this one.
+        if (entries.length > servers.length) return
+        await db.deleteFrom('api_key_groups').where('group_id', '=', former.id).execute()
+        await db.deleteFrom('api_groups').where('id', '=', former.id).execute()
       },
     },
   }

@@ -1,4 +1,4 @@
-import { defineRoute, httpDate, type DefaultGroup, type KernelServices, type Route } from '../../kernel/sdk.ts'
+import { adminGroupName, defineRoute, httpDate, type DefaultGroup, type KernelServices, type Route } from '../../kernel/sdk.ts'
 
 /**
  * GET /Api/Read/Servers (D14, D16): the live processes of the service, those whose
@@ -7,14 +7,13 @@ import { defineRoute, httpDate, type DefaultGroup, type KernelServices, type Rou
 export const serversPath = '/Api/Read/Servers'
 
 /**
- * Only the operator's root key gets this group at first start; it tells how the service
- * is deployed, so no key may pass it on and tenant admins do not get it (D14: "in the
- * admin default group only").
+ * D14: "Its path is in the admin default group only". The path joins the keys plugin's
+ * admin group, which allows key creation and so is never assignable (D9): the root key
+ * and the tenant admins made by `admin key bootstrap` hold it, and no key can be given it.
  */
 export const serversGroup: DefaultGroup = {
-  name: 'Service administration',
+  name: adminGroupName,
   paths: [{ path: serversPath, displayName: 'List the live service processes' }],
-  operatorOnly: true,
 }
 
 export function serversRoute(kernel: KernelServices): Route {

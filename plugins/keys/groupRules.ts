@@ -29,13 +29,13 @@ export function allowsKeyCreation(paths: readonly string[]): boolean {
 
 /**
  * The groups a key may assign (D9): every group it holds itself except those that
- * allow key creation, so privilege can only shrink down the chain of keys, and the
- * root key's own (operatorOnly, e.g. the service's servers, D14). Read from the
+ * allow key creation, so privilege can only shrink down the chain of keys (the admin
+ * default group among them, with the paths only admins may call, D14). Read from the
  * database rather than the cached auth record, so an operator's change of the caller's
  * groups counts at once.
  */
 export async function assignableGroups(kernel: KernelServices, callerKeyId: number): Promise<GroupRecord[]> {
-  return (await kernel.keys.groupsOf(callerKeyId)).filter((group) => !allowsKeyCreation(group.Paths) && !kernel.keys.operatorOnly(group.Paths))
+  return (await kernel.keys.groupsOf(callerKeyId)).filter((group) => !allowsKeyCreation(group.Paths))
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Plugin } from '../../kernel/sdk.ts'
+import { adminGroupName, type Plugin } from '../../kernel/sdk.ts'
 import { keyRoutes } from './routes.ts'
 
 /**
@@ -11,8 +11,8 @@ const keysPlugin: Plugin = {
   name: 'keys',
   defaultGroups: [
     {
-      // Covers /Api/Create/Key, so this group "allows key creation" and is never assignable (D9).
-      name: 'Key administration',
+      // The admin default group: it covers /Api/Create/Key, so it "allows key creation" and is never assignable (D9).
+      name: adminGroupName,
       paths: [
         { path: '/Api/Create/Key', displayName: 'Create API keys' },
         { path: '/Api/Edit/Key', displayName: 'Edit or disable the keys you created' },

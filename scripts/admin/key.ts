@@ -24,7 +24,7 @@ function keyId(words: string[], command: string): number {
 
 /** `key bootstrap|list|show|disable|enable`: keys, always through the kernel. */
 export const key: AdminCommand = {
-  usage: `  key bootstrap --parent N --custno N --name NAME   an admin key for a tenant (the root key's groups, not its operator-only ones)
+  usage: `  key bootstrap --parent N --custno N --name NAME   an admin key for a tenant (the root key's groups)
   key list                                          every key, without secrets
   key show ID                                       one key and its groups
   key disable ID | key enable ID                    EndDate now (as the API's disable) | no EndDate`,
@@ -38,9 +38,7 @@ export const key: AdminCommand = {
       const custno = integerOption(options.custno, 'custno')
       const name = textOption(options.name, 'name', 'key bootstrap')
       const rootId = await readSetting(db, 'root_key_id')
-      const keys = kernel.services.keys
-      // The root key's groups, but not those only the root key holds (operatorOnly: the service's servers).
-      const groups = rootId === undefined ? [] : (await keys.groupsOf(Number(rootId))).filter((group) => !keys.operatorOnly(group.Paths))
+      const groups = rootId === undefined ? [] : await kernel.services.keys.groupsOf(Number(rootId))
       try {
         const groupIds = groups.map((group) => group.Id)
         const fields = { display_name: name, parent, custno, require_https: 0 }

@@ -95,13 +95,19 @@ export async function startService(t: Test, options: StartOptions): Promise<Serv
 }
 
 /** `usedSignatures`: the signatures this service was sent, kept across restarts (the service remembers them in its database). */
-async function launch(config: Config, options: StartOptions, admin?: SigningKey & { id: number }, usedSignatures = new Set<string>()): Promise<{ current: Service }> {
+async function launch(
+  config: Config,
+  options: StartOptions,
+  admin?: SigningKey & { id: number },
+  usedSignatures = new Set<string>(),
+  // Shared by a service and every restart of it, so the test's teardown stops the latest one.
+  holder: { current: Service } = { current: undefined as unknown as Service },
+): Promise<{ current: Service }> {
   const kernel = await createKernel({ config, plugins: options.plugins, clock: options.clock, report: process.env.TEST_REPORT ? (error) => console.error('[kernel report]', error) : () => undefined, logger: options.logger ?? silentLogger() })
   const { port, url } = await kernel.listen()
   const root = kernel.createdRootKey
   const adminKey = admin ?? { id: root!.id, apiKey: root!.apiKey, secret: root!.secret }
   let stopped = false
-  const holder: { current: Service } = { current: undefined as unknown as Service }
   const service: Service = {
     kind: config.databaseUrl ? 'mysql' : 'sqlite',
     kernel,
@@ -139,9 +145,7 @@ async function launch(config: Config, options: StartOptions, admin?: SigningKey 
     },
     async restart(overrides = {}) {
       await service.stop()
-      const next = await launch({ ...config, ...overrides, port: overrides.port ?? 0 }, options, adminKey, usedSignatures)
-      holder.current = next.current
-      return next.current
+      return (await launch({ ...config, ...overrides, port: overrides.port ?? 0 }, options, adminKey, usedSignatures, holder)).current
     },
     async stop() {
       if (stopped) return
