@@ -41,6 +41,11 @@ t.test('export from SQLite, import into an empty database: the same key signs, r
     t.equal(call.status, 200)
     const requestId = call.headers.get('x-requestid')!
     const sourceCode = source.today()
+    // An uploaded photo lives in the database (people_photos, a blob), one written by an earlier version in the data folder.
+    const uploadedImage = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(300_000, 7)])
+    const pictured = (await source.call('POST', '/People/Update/OneChange', { body: { LastName: 'Pictured' } })).json as { Id: number }
+    const uploaded = await source.call('POST', '/People/Update/OnePhoto', { body: { Id: pictured.Id, Image: uploadedImage.toString('base64') } })
+    t.equal(uploaded.status, 200, uploaded.text)
     const photo = join(source.config.dataDir, 'photos', '1', '0', '7-abc.jpg')
     await import('node:fs/promises').then((fs) => fs.mkdir(join(source.config.dataDir, 'photos', '1', '0'), { recursive: true }))
     writeFileSync(photo, Buffer.from([0xff, 0xd8, 0xff, 0x00, 0x01]))
@@ -105,6 +110,10 @@ t.test('export from SQLite, import into an empty database: the same key signs, r
     const next = await signed(source.admin, 'POST', '/Api/Create/Key', { Display_Name: 'after import', GroupId: [aclReader], Require_Https: 0 }, dayCodeAt(target.daySecret, Date.now()))
     t.equal(next.status, 200)
     t.ok(next.json.Id > (created.json as { Id: number }).Id, 'ids continue after the highest imported id')
+    const photoPath = `/People/Read/Photo?Id=${pictured.Id}`
+    const served = await fetch(url + photoPath, { headers: signedHeaders(source.admin, 'GET', photoPath) })
+    t.equal(served.status, 200, 'the uploaded photo came along')
+    t.same(Buffer.from(await served.arrayBuffer()), uploadedImage)
   }))
 
 t.test('backup while 16 clients call: the copy opens and holds every key', async (t) => {

@@ -1,13 +1,24 @@
 /**
  * POST /People/Update/OnePhoto (D13): a location string, or a base64 image of at most
- * 5 MiB whose bytes must say JPEG, PNG or WebP, stored under <dataDir>/photos/.
+ * 5 MiB whose bytes must say JPEG, PNG or WebP, stored in the shared database (D16),
+ * so every process and host serves it; files of earlier versions are still served.
  * A 5 MiB image is about 6.7 MiB of base64 JSON; the route takes up to 8 MiB, above
  * the service-wide 1 MiB default, which these tests keep.
  */
 import t from 'tap'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { forEachDatabase, startService } from './helpers/service.ts'
+import { forEachDatabase, startService, type Service } from './helpers/service.ts'
+import { createKernel } from '../kernel/boot/kernel.ts'
+import { signedHeaders } from '../kernel/auth/signature.ts'
+
+/** The stored image of a Photo location, or undefined. */
+async function storedImage(service: Service, location: string): Promise<Buffer | undefined> {
+  const row = await service.kernel.database.db.withTables<{ people_photos: { location: string; image: Buffer } }>()
+    .selectFrom('people_photos').select('image').where('location', '=', location).executeTakeFirst()
+  return row ? Buffer.from(row.image) : undefined
+}
 
 const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64')
 const jpeg = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.from('JFIF rest of a jpeg')])
@@ -28,10 +39,11 @@ t.test('OnePhoto', (t) =>
       const answer = await upload({ Image: bytes.toString('base64') })
       t.equal(answer.status, 200, type)
       t.match(answer.json.Photo, new RegExp(`^photos/1/0/${person.Id}-[0-9a-f]{16}\\.${extension}$`), `${type} stored under photos/`)
-      t.same(readFileSync(join(service.config.dataDir, answer.json.Photo)), bytes, `${type}: the very bytes`)
+      t.same(await storedImage(service, answer.json.Photo), bytes, `${type}: the very bytes`)
       stored.set(type, answer.json.Photo)
     }
-    t.notOk(existsSync(join(service.config.dataDir, stored.get('png')!)), 'a replaced upload is removed')
+    t.equal(await storedImage(service, stored.get('png')!), undefined, 'a replaced upload is removed')
+    t.notOk(existsSync(join(service.config.dataDir, 'photos')), 'nothing is written to the data folder')
     t.equal((await upload({ Image: `data:image/png;base64,${png.toString('base64')}`, Type: 'image/png' })).status, 200, 'a data: URL and a matching Type')
 
     const before = (await upload({ Photo: 'kept.jpg' })).json
@@ -66,26 +78,60 @@ t.test('OnePhoto', (t) =>
     t.equal(missing.status, 404)
     const cleared = await upload({ Photo: null })
     t.equal(cleared.json.Photo, '', 'null clears the photo')
-    t.notOk(existsSync(join(service.config.dataDir, largest.json.Photo)), 'and our file goes with it')
+    t.equal(await storedImage(service, largest.json.Photo), undefined, 'and our image goes with it')
   }),
 )
 
-t.test("a client cannot make OnePhoto delete a file stored for another person or tenant", (t) =>
+t.test("a client cannot make OnePhoto delete an image stored for another person or tenant", (t) =>
   forEachDatabase(t, async (t, kind) => {
     const service = await startService(t, { kind })
     const { insertKey } = await import('./helpers/keys.ts')
     const other = await insertKey(service, { parent: 2, display_name: 'Tenant 2 admin' })
     const theirs = (await service.call('POST', '/People/Update/OneChange', { key: other, body: { FirstName: 'Their', LastName: 'Person' } })).json
     const theirPhoto = (await service.call('POST', '/People/Update/OnePhoto', { key: other, body: { Id: theirs.Id, Image: png.toString('base64') } })).json.Photo as string
-    t.ok(existsSync(join(service.config.dataDir, ...theirPhoto.split('/'))))
+    t.ok(await storedImage(service, theirPhoto))
     // Tenant 1 names tenant 2's stored file as its own person's Photo, then replaces it.
     const mine = (await service.call('POST', '/People/Update/OneChange', { body: { FirstName: 'My', LastName: 'Person' } })).json
     t.equal((await service.call('POST', '/People/Update/OnePhoto', { body: { Id: mine.Id, Photo: theirPhoto } })).status, 200)
     const ownJpeg = (await service.call('POST', '/People/Update/OnePhoto', { body: { Id: mine.Id, Image: jpeg.toString('base64') } })).json.Photo as string
-    t.ok(existsSync(join(service.config.dataDir, ...theirPhoto.split('/'))), "the other tenant's file is still there")
+    t.ok(await storedImage(service, theirPhoto), "the other tenant's image is still there")
     // Its own stored file is still replaced and removed as before.
     const ownWebp = (await service.call('POST', '/People/Update/OnePhoto', { body: { Id: mine.Id, Image: webp.toString('base64') } })).json.Photo as string
     t.match(ownWebp, new RegExp(`^photos/1/0/${mine.Id}-[0-9a-f]{16}\\.webp$`))
-    t.notOk(existsSync(join(service.config.dataDir, ...ownJpeg.split('/'))), 'the replaced own file is gone')
+    t.equal(await storedImage(service, ownJpeg), undefined, 'the replaced own image is gone')
+  }),
+)
+
+t.test('a photo uploaded through one host is served by every host on the same database (D16)', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    if (kind === 'sqlite') return void t.pass('SQLite: one database file, one host')
+    const service = await startService(t, { kind })
+    // A second host: its own data folder, the same database and master key.
+    const otherDir = mkdtempSync(join(tmpdir(), 'keygate-host-b-'))
+    const other = await createKernel({ config: { ...service.config, port: 0, dataDir: otherDir, masterKey: join(service.config.dataDir, 'master.key') }, report: () => undefined })
+    t.teardown(async () => { await other.close(); rmSync(otherDir, { recursive: true, force: true }) })
+    const { url } = await other.listen()
+    const person = (await service.call('POST', '/People/Update/OneChange', { body: { LastName: 'Shared' } })).json
+    t.equal((await service.call('POST', '/People/Update/OnePhoto', { body: { Id: person.Id, Image: png.toString('base64') } })).status, 200)
+    const path = `/People/Read/Photo?Id=${person.Id}`
+    const read = await fetch(url + path, { headers: signedHeaders(service.admin, 'GET', path) })
+    t.equal(read.status, 200, 'served by the host that did not store it')
+    t.same(Buffer.from(await read.arrayBuffer()), png)
+  }),
+)
+
+t.test('a photo file stored by a version before 0.3.2 is still served, and removed when replaced', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const person = (await service.call('POST', '/People/Update/OneChange', { body: { LastName: 'Older' } })).json
+    const location = `photos/1/0/${person.Id}-0123456789abcdef.jpg`
+    mkdirSync(join(service.config.dataDir, 'photos', '1', '0'), { recursive: true })
+    writeFileSync(join(service.config.dataDir, ...location.split('/')), jpeg)
+    t.equal((await service.call('POST', '/People/Update/OnePhoto', { body: { Id: person.Id, Photo: location } })).status, 200)
+    const read = await service.call('GET', `/People/Read/Photo?Id=${person.Id}`)
+    t.equal(read.status, 200)
+    t.equal(read.headers.get('content-type'), 'image/jpeg')
+    t.equal((await service.call('POST', '/People/Update/OnePhoto', { body: { Id: person.Id, Image: png.toString('base64') } })).status, 200)
+    t.notOk(existsSync(join(service.config.dataDir, ...location.split('/'))), 'the older file goes when the photo is replaced')
   }),
 )

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import { portableTable, type Dialect, type Migrations } from '../../kernel/sdk.ts'
 import { storedRecords } from './storedRecord.ts'
 
@@ -125,6 +125,20 @@ export const peopleMigrations: Migrations = {
     async up(db, dialect) {
       await db.schema.alterTable('people').addColumn('record_text', 'text').execute()
       await storedRecords(dialect).renderStale(db, null)
+    },
+  },
+  '0004-people-photos': {
+    // Uploaded images move from each process's data folder into the shared database:
+    // behind a load balancer every host must serve every photo (D16). Photos stored by
+    // earlier versions stay files and are still served from the data folder (photoAnswer.ts).
+    async up(db, dialect) {
+      await createTable(db, dialect, 'people_photos')
+        .addColumn('id', autoIdType(dialect), (c) => c.primaryKey().autoIncrement())
+        .addColumn('location', 'varchar(255)', (c) => c.notNull().unique())
+        // 16 MiB on MySQL: an image is at most 5 MiB (photos.ts maxPhotoBytes).
+        .addColumn('image', dialect === 'mysql' ? sql`mediumblob` : 'blob', (c) => c.notNull())
+        .addColumn('created', 'bigint', (c) => c.notNull())
+        .execute()
     },
   },
 }

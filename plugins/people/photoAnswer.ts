@@ -36,12 +36,17 @@ export async function photoAnswer(db: PeopleDb, dataDir: string, scope: Scope, i
   call.setHeader('ETag', etag)
   call.setHeader('Cache-Control', 'private')
   if (matches(call.headers['if-none-match'], etag)) return new RawAnswer(contentType, Buffer.alloc(0), 304)
+  const stored = await db.selectFrom('people_photos').select('image').where('location', '=', location).executeTakeFirst()
   let bytes: Buffer
-  try {
-    bytes = await readFile(join(dataDir, ...location.split('/')))
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw missing()
-    throw error
+  if (stored) bytes = Buffer.from(stored.image)
+  else {
+    // Stored by a version before 0.3.2, as a file in the data folder.
+    try {
+      bytes = await readFile(join(dataDir, ...location.split('/')))
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw missing()
+      throw error
+    }
   }
   call.setHeader('X-Content-Type-Options', 'nosniff')
   return new RawAnswer(contentType, bytes)

@@ -1,14 +1,15 @@
-import { createHash, randomBytes } from 'node:crypto'
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises'
-import { dirname, join } from 'node:path'
-import { badRequest } from '../../kernel/sdk.ts'
-import type { Scope } from './scope.ts'
+import { createHash } from 'node:crypto'
+import { rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { badRequest, isUniqueViolation } from '../../kernel/sdk.ts'
+import type { PeopleDb, Scope } from './scope.ts'
 
 /**
  * Uploaded photos (D13 OnePhoto): a base64 image of at most 5 MiB, accepted only when
  * its own bytes say JPEG, PNG or WebP (a declared type or file name proves nothing),
- * written under `<dataDir>/photos/`. The person's Photo is then the location of the
- * file relative to the data folder, e.g. `photos/1/0/42-3f9a0c1b2d4e5f60.jpg`.
+ * stored in the `people_photos` table, which every process shares (D16). The person's
+ * Photo is then its location, e.g. `photos/1/0/42-3f9a0c1b2d4e5f60.jpg` (before 0.3.2
+ * the path of a file under the data folder; such files are still served and removed).
  */
 
 export const maxPhotoBytes = 5 * 1024 * 1024
@@ -57,35 +58,32 @@ export function decodeImage(image: string, declaredType: string | undefined): { 
   return { bytes, type }
 }
 
-/** Where photos live, relative to the data folder; Photo values under it are files we own. */
+/** The first part of every stored photo's location (and the data folder's subfolder of the files of earlier versions). */
 export const photosFolder = 'photos'
 
 /**
- * Writes the image and returns its location. The name carries a hash of the content,
- * so a new upload never overwrites the file an older (possibly cached) answer names.
- * Written to a temporary name and renamed, so a reader never sees half a file.
+ * Stores the image and returns its location. The name carries a hash of the content,
+ * so a new upload never replaces the image an older (possibly cached) answer names;
+ * the same image uploaded again for the same person is the row already there.
  */
-export async function storePhoto(dataDir: string, scope: Scope, personId: number, bytes: Buffer, type: ImageType): Promise<string> {
+export async function storePhoto(db: PeopleDb, scope: Scope, personId: number, bytes: Buffer, type: ImageType, now: number): Promise<string> {
   const hash = createHash('sha256').update(bytes).digest('hex').slice(0, 16)
   const location = [photosFolder, String(scope.parent), String(scope.custno), `${personId}-${hash}.${extensions[type]}`].join('/')
-  const file = join(dataDir, ...location.split('/'))
-  await mkdir(dirname(file), { recursive: true, mode: 0o700 })
-  const temporary = `${file}.${randomBytes(6).toString('hex')}.tmp`
-  await writeFile(temporary, bytes, { mode: 0o600 })
-  await rename(temporary, file)
+  await db.insertInto('people_photos').values({ location, image: bytes, created: now }).execute()
+    .catch((error) => { if (!isUniqueViolation(error)) throw error })
   return location
 }
 
 /**
- * Removes a photo file we stored earlier for this very person. Any other location (a
- * URL, another path, or another person's stored file that a client wrote into Photo) is
- * left alone: a client can name any location, so only the exact name storePhoto gives
- * this person's images may lead to a deletion.
+ * Removes a photo we stored earlier for this very person (its row, or its file from an
+ * earlier version). Any other location (a URL, another path, or another person's stored
+ * image that a client wrote into Photo) is left alone: a client can name any location,
+ * so only the exact name storePhoto gives this person's images may lead to a deletion.
  */
-export async function removeStoredPhoto(dataDir: string, location: string | null, owner: Scope & { personId: number }): Promise<void> {
+export async function removeStoredPhoto(db: PeopleDb, dataDir: string, location: string | null, owner: Scope & { personId: number }): Promise<void> {
   if (!location) return
   const own = new RegExp(`^${photosFolder}/${owner.parent}/${owner.custno}/${owner.personId}-[0-9a-f]{16}\\.(?:jpg|png|webp)$`)
   if (!own.test(location)) return
+  await db.deleteFrom('people_photos').where('location', '=', location).execute()
   await rm(join(dataDir, ...location.split('/')), { force: true }).catch(() => undefined)
 }
-

@@ -165,11 +165,11 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
         let location: string | null = Photo || null
         if (Image !== undefined) {
           const image = decodeImage(Image, Type)
-          location = await storePhoto(kernel.config.dataDir, { parent: Number(person.parent), custno: Number(person.custno) }, Id, image.bytes, image.type)
+          location = await storePhoto(db, { parent: Number(person.parent), custno: Number(person.custno) }, Id, image.bytes, image.type, kernel.clock())
         }
         const result = await setPersonColumns(db, scope, Id, { photo: location, has_photo: location ? 1 : 0 }, kernel.clock(), records)
         if (result.before.photo !== location) {
-          await removeStoredPhoto(kernel.config.dataDir, result.before.photo, { parent: Number(person.parent), custno: Number(person.custno), personId: Id })
+          await removeStoredPhoto(db, kernel.config.dataDir, result.before.photo, { parent: Number(person.parent), custno: Number(person.custno), personId: Id })
         }
         return changed(call, result)
       },

@@ -14,6 +14,18 @@ export type PeopleTables = {
   people: PeopleTable
   people_imports: PeopleImportsTable
   people_import_rejections: PeopleImportRejectionsTable
+  people_photos: PeoplePhotosTable
+}
+
+/**
+ * Uploaded images (OnePhoto), in the database every process shares (D16), so any
+ * process serves any photo. `location` is the person's Photo value (photos.ts).
+ */
+export interface PeoplePhotosTable {
+  id: Generated<number>
+  location: string
+  image: Buffer
+  created: number
 }
 
 export interface PeopleTable {

@@ -14,6 +14,8 @@ import { dataTables, decodeValue, photosFolder, type ExportHeader } from './tabl
 const progressEvery = 10_000
 // Bound values per statement below SQLite's 32766 and MySQL's 65535 placeholders.
 const valuesPerInsert = 20_000
+/** Bytes of blob values per insert (MariaDB's max_allowed_packet is 16 MiB by default; one image is at most 5 MiB). */
+const maxBatchBytes = 8 * 1024 * 1024
 
 class ImportError extends Error {}
 
@@ -64,9 +66,12 @@ export const importCommand: AdminCommand = {
         let batchTable = ''
         let batchLimit = 1
         let total = 0
+        // Blob columns (photos) can make rows large: a batch also ends at batchBytes, under MariaDB's max_allowed_packet.
+        let batchBytes = 0
         const flush = async () => {
           if (batch.length) await handle.insertInto(batchTable).values(batch).execute()
           batch = []
+          batchBytes = 0
         }
         let ended: { rows: Record<string, number>; files: number } | null = null
         for (let number = 2; ; number++) {
@@ -83,10 +88,13 @@ export const importCommand: AdminCommand = {
               batchLimit = Math.max(1, Math.floor(valuesPerInsert / Math.max(1, Object.keys(line.row).length)))
             }
             const row: Record<string, unknown> = {}
-            for (const [column, value] of Object.entries(line.row)) row[column] = decodeValue(value)
+            for (const [column, value] of Object.entries(line.row)) {
+              row[column] = decodeValue(value)
+              if (Buffer.isBuffer(row[column])) batchBytes += (row[column] as Buffer).length
+            }
             batch.push(row)
             counts[line.table] = (counts[line.table] ?? 0) + 1
-            if (batch.length >= batchLimit) await flush()
+            if (batch.length >= batchLimit || batchBytes >= maxBatchBytes) await flush()
             if (++total % progressEvery === 0) console.error(`admin: import: ${total} rows (${line.table})`)
           } else if (typeof line.file === 'string' && typeof line.base64 === 'string') {
             await flush()

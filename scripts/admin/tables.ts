@@ -33,12 +33,24 @@ export async function tableColumns(db: Kysely<any>, dialect: Dialect, table: str
   return rows.map((row) => row.Field)
 }
 
+/** Blob bytes a page aims at: a table of photos is read a few rows at a time. */
+const pageBytes = 16 * 1024 * 1024
+
+function blobBytes(page: Record<string, unknown>[]): number {
+  let bytes = 0
+  for (const row of page) for (const value of Object.values(row)) if (Buffer.isBuffer(value)) bytes += value.length
+  return bytes
+}
+
 /**
  * Reads a table in pages, never the whole table at once: by `id` where there is one
  * (each page starts after the last id), else by offset in the order of all columns.
+ * Pages start small and grow to `firstPageSize` rows while their blobs stay under
+ * pageBytes, so a table of photos is never read a thousand images at a time.
  */
-export async function* tablePages(db: Kysely<any>, table: string, columns: string[], pageSize: number): AsyncGenerator<Record<string, unknown>[]> {
+export async function* tablePages(db: Kysely<any>, table: string, columns: string[], firstPageSize: number): AsyncGenerator<Record<string, unknown>[]> {
   if (columns.includes('id')) {
+    let pageSize = Math.min(firstPageSize, 16)
     let after: number | null = null
     for (;;) {
       const page: Record<string, unknown>[] = await db.selectFrom(table).selectAll()
@@ -48,15 +60,17 @@ export async function* tablePages(db: Kysely<any>, table: string, columns: strin
       yield page
       after = Number(page[page.length - 1].id)
       if (page.length < pageSize) return
+      const bytes = blobBytes(page)
+      pageSize = bytes > pageBytes ? Math.max(1, Math.floor(pageSize * pageBytes / bytes)) : bytes * 2 <= pageBytes ? Math.min(firstPageSize, pageSize * 2) : pageSize
     }
   }
-  for (let offset = 0; ; offset += pageSize) {
+  for (let offset = 0; ; offset += firstPageSize) {
     let query = db.selectFrom(table).selectAll()
     for (const column of columns) query = query.orderBy(column)
-    const page: Record<string, unknown>[] = await query.limit(pageSize).offset(offset).execute()
+    const page: Record<string, unknown>[] = await query.limit(firstPageSize).offset(offset).execute()
     if (page.length === 0) return
     yield page
-    if (page.length < pageSize) return
+    if (page.length < firstPageSize) return
   }
 }
 
