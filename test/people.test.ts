@@ -167,6 +167,9 @@ t.test('single-person updates answer the person as stored', (t) =>
     const trimmed = await service.call('POST', '/People/Update/OneChange', { body: { Id: created.Id, NickName: 'Annie \r' } })
     t.equal(trimmed.json.NickName, 'Annie', 'text fields are stored without trailing white space')
     t.equal(trimmed.json.TermDate, '2030-06-30', 'the refused terminations changed nothing')
+    const nullDate = await service.call('POST', '/People/Update/OneTerminate', { body: { Id: created.Id, TermDate: null } })
+    t.equal(nullDate.status, 200, nullDate.text)
+    t.equal(nullDate.json.TermDate, new Date().toISOString().slice(0, 10), 'TermDate null means today, as left out')
     t.equal((await service.call('POST', '/People/Update/OneRemove', { body: { Id: 424242 } })).status, 404)
   }),
 )

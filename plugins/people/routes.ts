@@ -188,7 +188,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       xml: { root: 'Person' },
       handler: async (call) => changed(call, await recallPerson(db, scopeOf(call.caller), call.body.Id, kernel.clock(), room, records)),
     }),
-    defineRoute<{ Id: number; TermDate?: string }>({
+    defineRoute<{ Id: number; TermDate?: string | null }>({
       method: 'POST',
       path: '/People/Update/OneTerminate',
       body: schemas.terminateBody,
@@ -197,7 +197,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
         const now = kernel.clock()
         const scope = scopeOf(call.caller)
         // "" would clear the termination this call exists to set: a date, or none for today.
-        if (call.body.TermDate !== undefined && call.body.TermDate.trim() === '') throw badRequest('TermDate must be a date (YYYY-MM-DD); leave it out for today.')
+        if (typeof call.body.TermDate === 'string' && call.body.TermDate.trim() === '') throw badRequest('TermDate must be a date (YYYY-MM-DD); leave it out for today.')
         const columns = columnsFromInput({ TermDate: call.body.TermDate ?? await tenantToday(scope, now) })
         if (typeof columns === 'string') throw badRequest(columns)
         return changed(call, await setPersonColumns(db, scope, call.body.Id, columns, now, records))

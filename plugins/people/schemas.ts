@@ -57,12 +57,13 @@ export const idBody = {
   properties: { Id: id },
 } as const
 
-/** POST /People/Update/OneTerminate: TermDate defaults to today in the tenant's time zone; "" is refused. */
+/** POST /People/Update/OneTerminate: TermDate defaults to today in the tenant's time zone (left out or null); "" is refused. */
 export const terminateBody = {
   type: 'object',
   additionalProperties: false,
   required: ['Id'],
-  properties: { Id: id, TermDate: { type: 'string', maxLength: 40 } },
+  // null, as a client that writes every field sends an absent one, means today too.
+  properties: { Id: id, TermDate: { type: ['string', 'null'], maxLength: 40 } },
 } as const
 
 /** POST /people/update/importinit takes nothing (an empty object at most). */
