@@ -111,6 +111,36 @@ t.test('importterm drops the cached listings of the customers whose people it te
   }),
 )
 
+t.test('a row with a control character is rejected alone, in JSON and CSV, and the rest of the batch is written', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const importId = (await service.call('POST', '/people/update/importinit', { body: {} })).json.ImportId
+    const people = [
+      { Source_Id: 'G1', LastName: 'Good' },
+      { Source_Id: 'C1', LastName: 'Ctl\u0001' },
+      { Source_Id: 'C\u0002', LastName: 'Bad id' },
+      { Source_Id: 'L'.repeat(300), LastName: 'Long id' },
+      { Source_Id: 'G2', LastName: 'Good too' },
+    ]
+    const batch = await service.call('POST', '/people/update/importmass', { body: { ImportId: importId, People: people } })
+    t.equal(batch.status, 200, batch.text)
+    t.match(batch.json, { Rows: 5, Added: 2, Rejected: 3 })
+    t.same(batch.json.Rejections.map((rejection: { Row: number }) => rejection.Row), [2, 3, 4], 'numbered from 1, as every rejection')
+    t.match(batch.json.Rejections[0], { Source_Id: 'C1', Reason: 'LastName must not contain control characters.' })
+    t.match(batch.json.Rejections[1], { Source_Id: '', Reason: 'Source_Id must not contain control characters.' }, 'a Source_Id breaking the text rule is not echoed')
+    t.match(batch.json.Rejections[2], { Row: 4, Source_Id: 'L'.repeat(100), Reason: /^Source_Id must NOT have more than/ }, 'a long Source_Id is named by its first 100 characters')
+    const csv = 'Source_Id,LastName\r\nG3,Fine\r\nC3,Ctl\u0007\r\n'
+    const csvBatch = await service.call('POST', '/people/update/importmass', { body: { ImportId: importId, Csv: csv } })
+    t.equal(csvBatch.status, 200, csvBatch.text)
+    t.match(csvBatch.json, { Added: 1, Rejected: 1, Rejections: [{ Row: 2, Source_Id: 'C3', Reason: 'LastName must not contain control characters.' }] })
+    const xml = await service.call('POST', '/people/update/importterm?format=xml', { body: { ImportId: importId } })
+    t.equal(xml.status, 200, 'the stored rejections answer in XML too')
+    t.equal((await service.call('GET', '/People/Read/Missing')).json.Total, 3)
+    const refused = await service.call('POST', '/people/update/importmass', { body: { ImportId: 'x\u0001', People: [] } })
+    t.equal(refused.status, 400, 'the rest of the body keeps the text rule')
+  }),
+)
+
 t.test('batches refused whole', (t) =>
   forEachDatabase(t, async (t, kind) => {
     const service = await startService(t, { kind })

@@ -9,8 +9,20 @@ import { textProblem } from './textRule.ts'
  */
 const textKeyword = 'x-keygate-text'
 
-function checkText(_enabled: boolean, data: unknown): boolean {
-  const problem = textProblem(data)
+/**
+ * A body schema may name top-level properties that hold rows a plugin checks one by one
+ * with schemaCheck (which applies the text rule to each row), so one bad row is rejected
+ * alone instead of failing the whole body (an import batch: issue 5, "a bad row never
+ * aborts the batch"). The rest of the body keeps the rule here.
+ */
+export const rowsKeyword = 'x-keygate-rows'
+
+function checkText(setting: boolean | string[], data: unknown): boolean {
+  let checked = data
+  if (Array.isArray(setting) && checked !== null && typeof checked === 'object' && !Array.isArray(checked)) {
+    checked = Object.fromEntries(Object.entries(checked).filter(([name]) => !setting.includes(name)))
+  }
+  const problem = textProblem(checked)
   if (problem === null) return true
   const error: Partial<ErrorObject> = {
     keyword: 'text',
@@ -30,14 +42,16 @@ function checkText(_enabled: boolean, data: unknown): boolean {
  */
 export function newSchemaCompiler(input: 'body' | 'query'): Ajv {
   const ajv = new Ajv({ allErrors: false, coerceTypes: input === 'query', useDefaults: true, strict: false })
-  ajv.addKeyword({ keyword: textKeyword, schemaType: 'boolean', errors: true, validate: checkText })
+  ajv.addKeyword({ keyword: textKeyword, schemaType: ['boolean', 'array'], errors: true, validate: checkText })
+  ajv.addKeyword({ keyword: rowsKeyword, schemaType: 'array' })
   return ajv
 }
 
 /** Compiles an input schema with the text rule added at its root (beside the schema's own keywords). */
 export function compileInput(ajv: Ajv, schema: AnySchema): ValidateFunction {
   const root = typeof schema === 'boolean' ? (schema ? {} : { not: {} }) : schema
-  return ajv.compile({ ...root, [textKeyword]: true })
+  const rows = (root as Record<string, unknown>)[rowsKeyword]
+  return ajv.compile({ ...root, [textKeyword]: Array.isArray(rows) ? rows : true })
 }
 
 /**

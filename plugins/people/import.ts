@@ -23,6 +23,16 @@ export const maxListedRejections = 1_000
 // Import rows are checked by the plugin, not the route schema, so one bad row rejects
 // that row instead of the whole batch. Compiled once, at load.
 const checkRow = schemaCheck({ type: 'object', additionalProperties: false, properties: personFieldProperties })
+const storableText = schemaCheck({ type: 'string' })
+
+/**
+ * A rejected row's Source_Id as answered and stored (people_import_rejections.source_id,
+ * 100 characters): only text that keeps the text rule, cut to 100 code points.
+ */
+function rejectedSourceId(sourceId: unknown): string {
+  if (typeof sourceId !== 'string' || storableText(sourceId) !== null) return ''
+  return sourceId.length <= 100 ? sourceId : Array.from(sourceId).slice(0, 100).join('')
+}
 
 const importFieldNames = [...editableFields.map((field) => field.name), 'Custno']
 const importFieldByLowerName = new Map(importFieldNames.map((name) => [name.toLowerCase(), name]))
@@ -216,7 +226,7 @@ export async function importBatch(
     const checked = checkSentRow(row, scope)
     if (typeof checked === 'string') {
       const sourceId = (row.fields as { Source_Id?: unknown } | null)?.Source_Id
-      rejections.push({ Row: row.row, Source_Id: typeof sourceId === 'string' ? sourceId : '', Reason: checked })
+      rejections.push({ Row: row.row, Source_Id: rejectedSourceId(sourceId), Reason: checked })
       continue
     }
     const identity = `${checked.custno}\u0000${checked.sourceId}`

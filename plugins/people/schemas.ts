@@ -69,10 +69,15 @@ export const terminateBody = {
 /** POST /people/update/importinit takes nothing (an empty object at most). */
 export const importInitBody = { type: 'object', additionalProperties: false, properties: {} } as const
 
-/** POST /people/update/importmass: People (JSON array) or Csv (text with a header line). */
+/**
+ * POST /people/update/importmass: People (JSON array) or Csv (text with a header line).
+ * Their rows are checked one by one (import.ts checkRow, the text rule included), so a
+ * row with a control character is rejected alone, like any other bad row.
+ */
 export const importMassBody = {
   type: 'object',
   additionalProperties: false,
+  'x-keygate-rows': ['People', 'Csv'],
   required: ['ImportId'],
   properties: {
     ImportId: id,
