@@ -61,7 +61,7 @@ t.test('two processes on one database: both listed, each its own node id, reques
     t.equal(listed.json.length, 2, 'both processes are live')
     for (const server of listed.json) {
       t.same(Object.keys(server), fields, 'the D14 fields, in order')
-      t.equal(server.Server_Name, 'keygate-0')
+      t.equal(server.Server_Name, `keygate-${server.Node_Id}`, 'the default name carries the node id')
       t.equal(server.Server_Addr, '127.0.0.1')
       t.equal(server.Version, version)
       t.match(server.Started, httpDatePattern)
@@ -83,14 +83,15 @@ t.test('two processes on one database: both listed, each its own node id, reques
     await other.kernel.close()
     const record = await service.call('POST', '/Api/Read/Log', { body: { LogRequestId: fromOther.id } })
     t.equal(record.status, 200, 'a record written by the other process is read through this one')
+    t.equal(record.json.Server_Name, 'keygate-1', 'and names the process that answered')
 
     t.same((await servers(service)).map((server) => server.Node_Id), [0], 'a process that stopped cleanly leaves the list at once')
     const rows = await service.kernel.database.db.selectFrom('kernel_nodes').select('node_id').execute()
     t.same(rows.map((row) => Number(row.node_id)), [0], 'and gives its node id back')
 
-    // A configured nodeId is honoured as given.
-    const pinned = await sibling(t, service, { nodeId: 9 })
-    t.same((await servers(service)).map((server) => server.Node_Id), [0, 9])
+    // A configured nodeId is honoured as given, and a serverName without {node} as written.
+    const pinned = await sibling(t, service, { nodeId: 9, serverName: 'edge-a' })
+    t.same((await servers(service)).map((server) => [server.Node_Id, server.Server_Name]), [[0, 'keygate-0'], [9, 'edge-a']])
     const pinnedCall = await signedCall(pinned.base, service.admin, 'GET', '/Api/Read/Acl')
     t.equal(nodeOfId(Number(pinnedCall.headers.get('x-requestid'))), 9)
     // The operator CLI runs on the same configuration but never listens: it leaves the id alone.

@@ -40,6 +40,7 @@ export interface Config {
   nodeId: number | null
   /** Processes serving the port (node:cluster); 1 = this process alone. */
   workers: number
+  /** Server_Name of log records and servers; `{node}` becomes the process's Node_Id (kernel/cluster/serverName.ts). */
   serverName: string
   timeouts: { headersMs: number; requestMs: number; keepAliveMs: number; maxHeaderSize: number }
   cache: { maxEntries: number; responseBytes: number; keyTtlSeconds: number; responses: boolean }

@@ -9,6 +9,7 @@
  * real timers, and processes on one database must agree on what "30 s ago" means.
  */
 import { randomBytes } from 'node:crypto'
+import { serverNameFor } from './serverName.ts'
 import { networkInterfaces } from 'node:os'
 import type { Kysely } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
@@ -110,7 +111,7 @@ export class NodeRegistry {
     return {
       node_id: nodeId,
       instance_token: this.token,
-      server_name: this.options.serverName,
+      server_name: serverNameFor(this.options.serverName, nodeId),
       server_addr: this.address,
       server_port: this.port,
       version: packageVersion,

@@ -1,4 +1,6 @@
 import type { IncomingMessage } from 'node:http'
+import { serverNameFor } from '../../cluster/serverName.ts'
+import { nodeOfId } from '../../callLog/requestId.ts'
 import type { Config } from '../../boot/config.ts'
 import type { CallLog, LogRow } from '../../callLog/callLog.ts'
 import type { Exchange } from '../exchange.ts'
@@ -82,7 +84,9 @@ function loggedAnswer(exchange: Exchange, body: Buffer): string | Buffer {
  *   redacted) and Rsponse of successful answers; details expire after LogRaw days.
  */
 function callLogger(callLog: CallLog, config: Config, isSecure: (request: IncomingMessage) => boolean) {
-  const serverName = config.serverName
+  // Server_Name follows the node id the call's request id carries (a takeover changes it).
+  let namedNode = -1
+  let serverName = ''
   const redacted = headerRedaction(config.log.redactHeaders ?? [])
   const clientAddressOf = clientAddress(new Set(config.trustProxy))
   const digests = new AnswerDigests()
@@ -93,6 +97,11 @@ function callLogger(callLog: CallLog, config: Config, isSecure: (request: Incomi
     const failed = status >= 400
     const socket = request.socket
     const response = failed ? clip(body.toString('utf8')) : detailed ? loggedAnswer(exchange, body) : null
+    const node = nodeOfId(exchange.requestId)
+    if (node !== namedNode) {
+      namedNode = node
+      serverName = serverNameFor(config.serverName, node)
+    }
     const row: LogRow = {
       id: exchange.requestId,
       key_id: exchange.caller.anonymous ? null : exchange.caller.id,
