@@ -15,7 +15,8 @@ import { watchChild } from './helpers/childService.ts'
 import { groupNamed, insertKey } from './helpers/keys.ts'
 import { adminOn } from './helpers/adminCli.ts'
 import { createKernel, type Kernel } from '../kernel/boot/kernel.ts'
-import type { Config } from '../kernel/boot/config.ts'
+import { loadConfig, type Config } from '../kernel/boot/config.ts'
+import { withScratchMariadb } from './helpers/scratchDatabase.ts'
 import { signedHeaders, type SigningKey } from '../kernel/auth/signature.ts'
 import { nodeOfId, RequestIds } from '../kernel/callLog/requestId.ts'
 import { NodeRegistry, followNodeId } from '../kernel/cluster/nodeRegistry.ts'
@@ -285,3 +286,33 @@ t.test('WORKERS=2: each worker claims its own node id', async (t) => {
   child.kill('SIGTERM')
   t.equal((await exited).code, 0)
 })
+
+t.test('three processes started together on an empty MariaDB database: one first start, all serving', (t) =>
+  withScratchMariadb(t, async (databaseUrl) => {
+    // Each its own data folder (as on several hosts), one master key.
+    const masterKey = 'ab'.repeat(32)
+    const starts = Array.from({ length: 3 }, () => {
+      const dataDir = mkdtempSync(join(tmpdir(), 'keygate-together-'))
+      t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+      return createKernel({ config: loadConfig({ port: 0, dataDir, databaseUrl, masterKey }, {}), report: quiet })
+    })
+    const results = await Promise.allSettled(starts)
+    const kernels = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []))
+    t.teardown(() => Promise.all(kernels.map((kernel) => kernel.close())))
+    t.same(results.map((result) => result.status === 'rejected' ? String(result.reason) : 'started'), ['started', 'started', 'started'])
+    t.equal(kernels.filter((kernel) => kernel.createdRootKey !== null).length, 1, 'one root key')
+    const { db } = kernels[0].database
+    const groups = await db.selectFrom('api_groups').select('display_name').execute()
+    t.equal(new Set(groups.map((group) => group.display_name)).size, groups.length, 'each default group once')
+    const admin = await db.selectFrom('api_groups').select('id').where('display_name', '=', 'Key administration').executeTakeFirstOrThrow()
+    const paths = await db.selectFrom('api_group_acl').innerJoin('api_acl', 'api_acl.id', 'api_group_acl.acl_id').select('api_acl.path').where('api_group_acl.group_id', '=', admin.id).execute()
+    t.equal(paths.length, new Set(paths.map((row) => row.path)).size, 'no path twice in the admin group')
+    t.ok(paths.some((row) => row.path === '/Api/Read/Servers'))
+    const root = kernels.find((kernel) => kernel.createdRootKey !== null)!.createdRootKey!
+    for (const kernel of kernels) {
+      const { url } = await kernel.listen()
+      const answer = await signedCall(url, { apiKey: root.apiKey, secret: root.secret }, 'GET', '/Api/Read/Acl')
+      t.equal(answer.status, 200, 'every process serves the one root key')
+    }
+  }),
+)

@@ -3,6 +3,7 @@ import type { KernelServices, Plugin } from '../plugin.ts'
 import { isStoreOutage, openDatabase, type Database } from '../storage/database.ts'
 import { coreMigrations } from '../storage/coreMigrations.ts'
 import { migrate } from '../storage/migrator.ts'
+import { oneStartAtATime } from '../storage/startLock.ts'
 import { masterSecretBox, type SecretBox } from '../auth/secrets.ts'
 import { KeyAdministration } from '../auth/keyAdministration.ts'
 import { bootstrap, loadDaySecret, type RootKey } from './bootstrap.ts'
@@ -92,8 +93,10 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     await migrate(db, dialect, 'kernel', coreMigrations(dialect))
     for (const plugin of plugins) if (plugin.migrations) await migrate(db, dialect, plugin.name, plugin.migrations)
     const secrets = masterSecretBox(config.masterKey, config.dataDir)
-    const daySecret = await loadDaySecret(db, secrets)
-    const createdRootKey = await bootstrap(db, secrets, plugins, { dataDir: config.dataDir, now: clock() })
+    const { daySecret, createdRootKey } = await oneStartAtATime(db, dialect, async () => ({
+      daySecret: await loadDaySecret(db, secrets),
+      createdRootKey: await bootstrap(db, secrets, plugins, { dataDir: config.dataDir, now: clock() }),
+    }))
     const nodes = await NodeRegistry.start(db, { ...config.nodes, nodeId: config.nodeId, serverName: config.serverName, host: config.host, report })
     return { secrets, daySecret, createdRootKey, nodes }
   })().catch(async (error) => { await database.close(); throw error })
