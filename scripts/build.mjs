@@ -8,19 +8,42 @@
  * into dist/console, which the console plugin serves at /console/.
  */
 import { spawnSync } from 'node:child_process'
-import { cpSync, existsSync, rmSync } from 'node:fs'
+import { cpSync, existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const dist = join(root, 'dist')
+const stamp = join(dist, '.built')
+
+/** The newest modification time of the files the build reads. */
+function newestSource() {
+  let newest = 0
+  const visit = (path) => {
+    const stat = statSync(path, { throwIfNoEntry: false })
+    if (!stat) return
+    if (stat.isDirectory()) {
+      for (const name of readdirSync(path)) if (name !== 'node_modules' && name !== 'dist') visit(join(path, name))
+    } else newest = Math.max(newest, stat.mtimeMs)
+  }
+  for (const path of ['kernel', 'plugins', 'package.json', 'tsconfig.json', 'tsconfig.build.json']) visit(join(root, path))
+  return newest
+}
+
+// `npm start` (prestart): build only when a source is newer than the last build, so a
+// checkout updated with git pull never serves the code of the install before.
+if (process.argv.includes('--if-stale')) {
+  const built = statSync(stamp, { throwIfNoEntry: false })?.mtimeMs ?? 0
+  if (built >= newestSource()) process.exit(0)
+  console.error('keygate build: the sources changed since the last build; building')
+}
 let tsc
 try {
   tsc = createRequire(join(root, 'package.json')).resolve('typescript/bin/tsc')
 } catch {
   // `npm ci --omit=dev` on an already built tree (the container's runtime stage): nothing to do.
-  if (process.env.npm_lifecycle_event === 'prepare') {
+  if (process.env.npm_lifecycle_event === 'prepare' || process.env.npm_lifecycle_event === 'prestart') {
     console.warn('keygate build: typescript is not installed (dev dependencies omitted); skipped')
     process.exit(0)
   }
@@ -63,3 +86,4 @@ if (!existsSync(join(dist, 'console', 'index.html'))) {
   console.error('keygate build: dist/console/index.html is missing after the build')
   process.exit(1)
 }
+writeFileSync(stamp, new Date().toISOString() + '\n')

@@ -7,7 +7,7 @@
  */
 import t from 'tap'
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, statSync, utimesSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -59,6 +59,18 @@ t.test('the unit file, the Dockerfile and npm start run exactly the tested comma
 t.test('built once; node dist/kernel/boot/main.js', async (t) => {
   const built = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: repository, encoding: 'utf8', timeout: 120_000 })
   t.equal(built.status, 0, `npm run build: ${built.stderr}`)
+
+  // npm start's prestart: a build only when a source is newer than the last build (after a git pull).
+  t.equal(packageJson.scripts.prestart, 'node scripts/build.mjs --if-stale')
+  const stamp = join(repository, 'dist', '.built')
+  const builtAt = statSync(stamp).mtimeMs
+  const fresh = spawnSync(process.execPath, ['scripts/build.mjs', '--if-stale'], { cwd: repository, encoding: 'utf8', timeout: 120_000 })
+  t.same([fresh.status, fresh.stderr, statSync(stamp).mtimeMs], [0, '', builtAt], 'up to date: nothing built')
+  utimesSync(stamp, new Date(0), new Date(0))
+  const stale = spawnSync(process.execPath, ['scripts/build.mjs', '--if-stale'], { cwd: repository, encoding: 'utf8', timeout: 120_000 })
+  t.equal(stale.status, 0, stale.stderr)
+  t.match(stale.stderr, /^keygate build: the sources changed since the last build; building\n/)
+  t.ok(statSync(stamp).mtimeMs > builtAt, 'stale: built again')
 
   t.test('--version', async (t) => {
     const version = spawnSync(process.execPath, [...startArguments, '--version'], { cwd: repository, encoding: 'utf8', timeout: 30_000 })
