@@ -88,7 +88,11 @@ t.test('GET /Api/Read/Changes: the merged history, newest first, public, in json
     for (const entry of entries) t.same(Object.keys(entry), fields)
     t.same(entries[0], changedPlugin.history![0], 'the newest entry of any plugin comes first')
     t.same(entries.at(-1), changedPlugin.history![1], 'the oldest last')
-    for (let index = 1; index < entries.length; index++) t.ok(entries[index - 1].Date >= entries[index].Date, 'newest first')
+    const version = (text: string) => text.split('.').map((part) => part.padStart(6, '0')).join('.')
+    for (let index = 1; index < entries.length; index++) {
+      const [before, after] = [entries[index - 1], entries[index]]
+      t.ok(before.Date > after.Date || (before.Date === after.Date && version(before.Version) >= version(after.Version)), `newest first: ${before.Date} ${before.Version}, then ${after.Date} ${after.Version}`)
+    }
     t.ok(entries.some((entry) => entry.Operation === 'GET /Api/Read/Acl' && entry.Kind === 'added' && entry.Date === '2026-11-22'), 'the seeded history')
     t.ok(entries.some((entry) => entry.Operation === 'GET /Api/Read/List' && entry.Version === '0.2.0'))
     t.equal((await service.call('GET', '/Api/Read/Changes')).status, 200, 'a signed call works as well')

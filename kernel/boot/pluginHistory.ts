@@ -43,12 +43,25 @@ export function withHistoryFile(plugin: Plugin, folder: string): Plugin {
   return { ...plugin, history: Object.freeze(checked(parsed, file)) }
 }
 
+/** Compares two versions part by part as numbers (0.10.0 is after 0.9.0). */
+function compareVersions(a: string, b: string): number {
+  const left = a.split('.').map(Number)
+  const right = b.split('.').map(Number)
+  for (let index = 0; index < Math.max(left.length, right.length); index++) {
+    const difference = (left[index] ?? 0) - (right[index] ?? 0)
+    if (difference !== 0) return difference
+  }
+  return 0
+}
+
 /**
- * `kernel.history()`: every enabled plugin's entries, newest first. Entries of one day
- * keep their plugin's order; checked and merged once at start.
+ * `kernel.history()`: every enabled plugin's entries, newest first: by Date, then by
+ * Version within a day. Entries of one day and version keep their plugin's order;
+ * checked and merged once at start.
  */
 export function mergedHistory(plugins: readonly Plugin[]): () => readonly HistoryEntry[] {
   const entries = plugins.flatMap((plugin) => (plugin.history ? checked(plugin.history, `the history of plugin '${plugin.name}'`) : []))
-  const merged = Object.freeze(entries.map((entry) => Object.freeze({ ...entry })).sort((a, b) => (a.Date < b.Date ? 1 : a.Date > b.Date ? -1 : 0)))
+  const newestFirst = (a: HistoryEntry, b: HistoryEntry) => (a.Date < b.Date ? 1 : a.Date > b.Date ? -1 : compareVersions(b.Version, a.Version))
+  const merged = Object.freeze(entries.map((entry) => Object.freeze({ ...entry })).sort(newestFirst))
   return () => merged
 }
