@@ -216,6 +216,10 @@ t.test('POST /Api/Read/History', (t) =>
     t.ok(inRange.json.Total >= 3)
     const before = await service.call('POST', '/Api/Read/History', { key, body: { To: start } })
     t.match(before.json, { Total: 0, Page: '1 of 1', Calls: [] })
+    // RequestTime is shown in whole seconds: as From and To it finds its own call (To runs to the end of its second).
+    const second = all.json.Calls[0].RequestTime
+    const sameSecond = await service.call('POST', '/Api/Read/History', { key, body: { From: second, To: second, Function: '/Api/Read/Acl' } })
+    t.ok(sameSecond.json.Calls.some((call: { Id: number }) => call.Id === ids[2]), 'a call found by its own RequestTime')
 
     for (const body of [{ From: 'yesterday' }, { From: new Date().toISOString(), To: start }, { size: 0 }, { size: 1001 }, { page: 0 }, { Sort: 'Id' }]) {
       const answer = await service.call('POST', '/Api/Read/History', { key, body })

@@ -92,7 +92,10 @@ async function readHistory(kernel: KernelServices, caller: CallerKey, body: Hist
   const page = body.page ?? historyDefaults.page
   const size = body.size ?? historyDefaults.size
   const from = inputTime(body.From, 'From')
-  const to = inputTime(body.To, 'To')
+  // Inclusive to the end of its second: a record's RequestTime is shown in whole seconds,
+  // so To = that RequestTime must find the call made later within the same second.
+  const toSecond = inputTime(body.To, 'To')
+  const to = toSecond === undefined || toSecond % 1000 !== 0 ? toSecond : toSecond + 999
   if (from !== undefined && to !== undefined && from > to) throw badRequest('From must not be later than To.')
   const { total, records } = caller.anonymous
     ? { total: 0, records: [] }
