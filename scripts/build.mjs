@@ -8,7 +8,7 @@
  * into dist/console, which the console plugin serves at /console/.
  */
 import { spawnSync } from 'node:child_process'
-import { cpSync, existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { closeSync, cpSync, existsSync, openSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -31,11 +31,33 @@ function newestSource() {
   return newest
 }
 
+const isStale = () => (statSync(stamp, { throwIfNoEntry: false })?.mtimeMs ?? 0) < newestSource()
+
 // `npm start` (prestart): build only when a source is newer than the last build, so a
-// checkout updated with git pull never serves the code of the install before.
+// checkout updated with git pull never serves the code of the install before. Several
+// `npm start`s at once (docs/scaling.md) take turns on a lock file: one builds, the
+// others wait for it and then find the build fresh.
 if (process.argv.includes('--if-stale')) {
-  const built = statSync(stamp, { throwIfNoEntry: false })?.mtimeMs ?? 0
-  if (built >= newestSource()) process.exit(0)
+  if (!isStale()) process.exit(0)
+  const lock = join(root, '.build.lock')
+  const pause = new Int32Array(new SharedArrayBuffer(4))
+  for (let waited = 0; ; waited += 200) {
+    try {
+      closeSync(openSync(lock, 'wx'))
+      break
+    } catch (error) {
+      if (error.code !== 'EEXIST') throw error
+      // A lock left by a build that died (older than 5 minutes) is taken over.
+      if (Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()) > 300_000) rmSync(lock, { force: true })
+      else if (waited > 300_000) {
+        console.error(`keygate build: ${lock} has been held for 5 minutes; remove it if no build runs`)
+        process.exit(1)
+      }
+      Atomics.wait(pause, 0, 0, 200)
+    }
+  }
+  process.on('exit', () => rmSync(lock, { force: true }))
+  if (!isStale()) process.exit(0)
   console.error('keygate build: the sources changed since the last build; building')
 }
 let tsc
