@@ -46,6 +46,12 @@ t.test('export from SQLite, import into an empty database: the same key signs, r
     const pictured = (await source.call('POST', '/People/Update/OneChange', { body: { LastName: 'Pictured' } })).json as { Id: number }
     const uploaded = await source.call('POST', '/People/Update/OnePhoto', { body: { Id: pictured.Id, Image: uploadedImage.toString('base64') } })
     t.equal(uploaded.status, 200, uploaded.text)
+    // Large images too: an import's insert must stay under MariaDB's max_allowed_packet (16 MiB).
+    for (const fill of [1, 2, 3]) {
+      const large = (await source.call('POST', '/People/Update/OneChange', { body: { LastName: `Large ${fill}` } })).json as { Id: number }
+      const image = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff]), Buffer.alloc(4 * 1024 * 1024, fill)])
+      t.equal((await source.call('POST', '/People/Update/OnePhoto', { body: { Id: large.Id, Image: image.toString('base64') } })).status, 200)
+    }
     const photo = join(source.config.dataDir, 'photos', '1', '0', '7-abc.jpg')
     await import('node:fs/promises').then((fs) => fs.mkdir(join(source.config.dataDir, 'photos', '1', '0'), { recursive: true }))
     writeFileSync(photo, Buffer.from([0xff, 0xd8, 0xff, 0x00, 0x01]))

@@ -14,8 +14,12 @@ import { dataTables, decodeValue, photosFolder, type ExportHeader } from './tabl
 const progressEvery = 10_000
 // Bound values per statement below SQLite's 32766 and MySQL's 65535 placeholders.
 const valuesPerInsert = 20_000
-/** Bytes of blob values per insert (MariaDB's max_allowed_packet is 16 MiB by default; one image is at most 5 MiB). */
-const maxBatchBytes = 8 * 1024 * 1024
+/**
+ * Bytes of blob values after which an insert is sent. The driver writes a blob into the
+ * SQL text as hex (twice its size), and MariaDB's max_allowed_packet is 16 MiB by
+ * default: 2 MiB plus one image of at most 5 MiB stays under it.
+ */
+const maxBatchBytes = 2 * 1024 * 1024
 
 class ImportError extends Error {}
 
@@ -66,7 +70,7 @@ export const importCommand: AdminCommand = {
         let batchTable = ''
         let batchLimit = 1
         let total = 0
-        // Blob columns (photos) can make rows large: a batch also ends at batchBytes, under MariaDB's max_allowed_packet.
+        // Blob columns (photos) can make rows large: a batch also ends at maxBatchBytes, under MariaDB's max_allowed_packet.
         let batchBytes = 0
         const flush = async () => {
           if (batch.length) await handle.insertInto(batchTable).values(batch).execute()
