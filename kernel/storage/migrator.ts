@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely'
 import type { Migrations } from '../plugin.ts'
 import type { Dialect } from './database.ts'
+import { withNamedLock } from './namedLock.ts'
 
 /**
  * Applies one owner's migrations (the kernel's, or one plugin's) in name order, once
@@ -44,19 +45,12 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, owner: string, 
 
 /** MySQL/MariaDB: DDL commits by itself, so a named lock, not a transaction, keeps two starting processes apart. */
 async function migrateLocked(db: Kysely<any>, table: string, owner: string, migrations: Migrations, names: string[], applied: (executor: Kysely<any>) => Promise<Set<string>>): Promise<void> {
-  await db.connection().execute(async (connection) => {
-    const lock = `keygate:${table}`
-    const { rows } = await sql<{ got: number | null }>`select get_lock(${lock}, 120) as got`.execute(connection)
-    if (Number(rows[0]?.got) !== 1) throw new Error(`migration ${owner}: another process held the migration lock for 120 s`)
-    try {
-      const done = await applied(connection)
-      for (const name of names) {
-        if (done.has(name)) continue
-        await run(connection, 'mysql', owner, name, migrations)
-        await connection.insertInto(table).values({ name, timestamp: new Date().toISOString() }).execute()
-      }
-    } finally {
-      await sql`select release_lock(${lock})`.execute(connection).catch(() => undefined)
+  await withNamedLock(db, `keygate:${table}`, `migration ${owner}: another process held the migration lock`, async (connection) => {
+    const done = await applied(connection)
+    for (const name of names) {
+      if (done.has(name)) continue
+      await run(connection, 'mysql', owner, name, migrations)
+      await connection.insertInto(table).values({ name, timestamp: new Date().toISOString() }).execute()
     }
   })
 }
