@@ -160,8 +160,7 @@ const logPlugin: Plugin = {
           const tenants = await kernel.rateLimits.tenantStatus(caller)
           // Credits are read only for a key that has them (the stage spent one already).
           const credits = caller.metered ? await kernel.credits.status(caller.id) : noCredits
-          const answer = fullLimitsAnswer(caller, windows, tenants, credits, kernel.clock())
-          return answer
+          return fullLimitsAnswer(caller, windows, tenants, credits, kernel.clock())
         },
       }),
       levelsRoute(),

@@ -38,7 +38,7 @@ export async function photoAnswer(db: PeopleDb, dataDir: string, scope: Scope, i
   if (matches(call.headers['if-none-match'], etag)) return new RawAnswer(contentType, Buffer.alloc(0), 304)
   const stored = await db.selectFrom('people_photos').select('image').where('location', '=', location).executeTakeFirst()
   let bytes: Buffer
-  if (stored) bytes = Buffer.from(stored.image)
+  if (stored) bytes = stored.image
   else {
     // Stored by a version before 0.3.2, as a file in the data folder.
     try {
