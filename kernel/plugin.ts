@@ -288,10 +288,25 @@ export interface KernelServices {
   readonly log: Logger
 }
 
+/**
+ * A column where a plugin keeps values sealed with `kernel.secrets.seal`, each with the
+ * context `contextPrefix` + the row's `idColumn`. `admin master-key rotate` re-seals
+ * them with the API secrets, in the same transaction; a value it does not know of would
+ * no longer open after a rotation.
+ */
+export interface SealedColumn {
+  table: string
+  idColumn: string
+  column: string
+  contextPrefix: string
+}
+
 export interface Plugin {
   name: string
   migrations?: Migrations
   defaultGroups?: DefaultGroup[]
+  /** Columns of the plugin's tables that hold sealed secrets (see SealedColumn). */
+  sealedColumns?: readonly SealedColumn[]
   setup(kernel: KernelServices): Route[] | Promise<Route[]>
   close?(): Promise<void>
   /**

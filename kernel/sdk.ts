@@ -21,6 +21,7 @@ export type {
   PluginDatabase,
   ResponseFormat,
   Route,
+  SealedColumn,
   StaticFiles,
   WindowStatus,
 } from './plugin.ts'

@@ -5,6 +5,8 @@
  *   value; keys made before authenticate afterwards, the day code is unchanged.
  * - An interrupted rotation (a failure mid-way, or after the commit) leaves every
  *   secret readable and the service working.
+ * - It re-seals webhook secrets and stored Idempotency-Key answers too; a stored answer
+ *   (which may hold a new key's secret) is never plain in the database.
  * - `npm start` prints one warning line while the master key is in the data folder.
  */
 import t, { type Test } from 'tap'
@@ -14,7 +16,9 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
-import { insertKey, type TestKey } from './helpers/keys.ts'
+import { insertKey, keyTestGroups, type TestKey } from './helpers/keys.ts'
+import { fastWebhooks, startReceiver } from './helpers/webhookReceiver.ts'
+import { Webhook } from 'standardwebhooks'
 import { masterSecretBox, SecretBox } from '../kernel/auth/secrets.ts'
 import { masterKeyWarning } from '../kernel/auth/masterKey.ts'
 import { rotateMasterKey } from '../scripts/admin/masterKey.ts'
@@ -85,7 +89,7 @@ t.test('rotation with the generated key file', (t) =>
 
     // A whole rotation: the file holds one new key, 0600; the old key opens nothing.
     const result = await rotateMasterKey(service.kernel, { announce: silent })
-    t.same(result, { Secrets: keys.length + 1, Settings: 1, Key: keyFile })
+    t.same(result, { Secrets: keys.length + 1, Settings: 1, Sealed: 0, Key: keyFile })
     const newText = readFileSync(keyFile, 'utf8')
     t.match(newText, /^[0-9a-f]{64}\n$/)
     t.not(newText.trim(), twoLines[0], 'a new key again')
@@ -97,6 +101,35 @@ t.test('rotation with the generated key file', (t) =>
     service = await restarted(first, service)
     t.same(service.kernel.daySecret, daySecret, 'the day secret is the same')
     await allAuthenticate(t, service, keys, 'after the rotation')
+  }),
+)
+
+t.test('a rotation re-seals webhook secrets and stored Idempotency-Key answers', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const first = await startService(t, { kind, config: fastWebhooks })
+    const receiver = await startReceiver(t)
+    const webhook = await first.call('POST', '/Api/Create/Webhook', { body: { Url: receiver.url, Events: ['key.changed'] }, today: true })
+    t.equal(webhook.status, 200, webhook.text)
+    const groups = await keyTestGroups(first)
+    const body = { Display_Name: 'Made once', GroupId: [groups.aclReader], Require_Https: 0 }
+    const create = (service: typeof first) => service.call('POST', '/Api/Create/Key', { body, today: true, date: new Date().toISOString(), headers: { 'Idempotency-Key': 'make-1' } })
+    const made = await create(first)
+    t.equal(made.status, 200, made.text)
+    const stored = await first.kernel.database.db.selectFrom('api_idempotency').select('body').where('idem_key', '=', 'make-1').executeTakeFirstOrThrow()
+    t.match(stored.body, /^v1:/, 'the stored answer is sealed')
+    const dumped = stored.body! + Buffer.from(stored.body!.slice(3), 'base64').toString('latin1')
+    t.notOk(dumped.includes(made.json.Api_Secret), 'a database dump does not show the new secret')
+
+    const result = await rotateMasterKey(first.kernel, { announce: silent })
+    t.match(result, { Secrets: 2, Settings: 1, Sealed: 2 })
+    const service = await restarted(first, first)
+    const retried = await create(service)
+    t.equal(retried.status, 200, retried.text)
+    t.equal(retried.headers.get('idempotent-replayed'), 'true')
+    t.equal(retried.json.Api_Secret, made.json.Api_Secret, 'the stored answer opens under the new key')
+    t.equal((await service.call('POST', '/Api/Edit/Key', { body: { KeyId: made.json.Id, Email: 'ops@example.com' }, today: true })).status, 200)
+    const [delivery] = await receiver.waitFor(1)
+    t.doesNotThrow(() => new Webhook(webhook.json.Secret).verify(delivery.body, { 'webhook-id': delivery.id, 'webhook-timestamp': delivery.timestamp, 'webhook-signature': delivery.signature }), 'the webhook still signs with its secret')
   }),
 )
 
@@ -117,7 +150,7 @@ t.test('rotation with MASTER_KEY given as a value', (t) =>
     announced.length = 0
     const result = await rotateMasterKey(service.kernel, { newKey, announce: (line) => announced.push(line) })
     t.same(announced, [`MASTER_KEY=${newKey.toString('hex')}`], 'the new value is printed once')
-    t.same(result, { Secrets: keys.length + 1, Settings: 1, Key: 'MASTER_KEY' })
+    t.same(result, { Secrets: keys.length + 1, Settings: 1, Sealed: 0, Key: 'MASTER_KEY' })
     const after = await sealedRows(service)
     t.notOk(opensAll(new SecretBox(Buffer.from(oldHex, 'hex')), after), 'the old value opens nothing')
     service = await restarted(first, service, { masterKey: newKey.toString('hex') })

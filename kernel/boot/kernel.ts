@@ -1,5 +1,5 @@
 import type { Config } from './config.ts'
-import type { KernelServices, Plugin } from '../plugin.ts'
+import type { KernelServices, Plugin, SealedColumn } from '../plugin.ts'
 import { isStoreOutage, openDatabase, type Database } from '../storage/database.ts'
 import { coreMigrations } from '../storage/coreMigrations.ts'
 import { migrate } from '../storage/migrator.ts'
@@ -64,6 +64,8 @@ export interface Kernel {
   readonly database: Database
   /** Seals and opens API secrets under the master key (the operator CLI, tests). */
   readonly secrets: SecretBox
+  /** Sealed columns of the enabled plugins' tables (`admin master-key rotate` re-seals them). */
+  readonly sealedColumns: readonly SealedColumn[]
   /** The root admin key and its file when this start created it (first start), else null. */
   readonly createdRootKey: RootKey | null
   readonly daySecret: Buffer
@@ -117,7 +119,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const replayGuard = new ReplayGuard(usedSignatures ?? limiterSignatures(limiterStore))
   // Never more than the keys loaded: each entry holds its key's record.
   const signatures = new SignatureMemory(Math.min(signatureMemoryMax, config.cache.maxEntries))
-  const idempotency = new IdempotencyStore(db, clock, 2 * config.timeouts.requestMs)
+  const idempotency = new IdempotencyStore(db, secrets, clock, 2 * config.timeouts.requestMs)
   idempotency.startPurging(10 * 60_000, report)
   const requestIds = new RequestIds(nodes.nodeId, clock)
   const cache = new ResponseCache(config.cache.maxEntries, config.cache.responseBytes)
@@ -202,6 +204,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     services,
     database,
     secrets,
+    sealedColumns: plugins.flatMap((plugin) => plugin.sealedColumns ?? []),
     createdRootKey,
     daySecret,
     logger,

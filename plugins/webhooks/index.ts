@@ -31,6 +31,8 @@ const webhooksPlugin: Plugin = {
       ],
     },
   ],
+  // Each webhook's signing secret, sealed with `webhook:<id>` (webhookAdmin.ts): a master-key rotation re-seals it.
+  sealedColumns: [{ table: 'webhooks', idColumn: 'id', column: 'secret_enc', contextPrefix: 'webhook:' }],
   setup: webhookRoutes,
 }
 

@@ -1,8 +1,9 @@
 /**
  * `admin master-key rotate` (issue 12, item 6): re-seals every stored secret (each API
- * secret, and the day secret in kernel_settings) under a new master key, in ONE
- * transaction, so the database is sealed wholly under the old key or wholly under the
- * new one.
+ * secret, the day secret in kernel_settings, the stored answers of Idempotency-Key
+ * writes, and the sealed columns enabled plugins declare, such as webhook secrets)
+ * under a new master key, in ONE transaction, so the database is sealed wholly under
+ * the old key or wholly under the new one.
  *
  * Where the new key goes depends on where the key lives (kernel/auth/masterKey.ts):
  * - a key file (the generated `dataDir/master.key`, or `MASTER_KEY=/path/to/file`):
@@ -23,6 +24,8 @@ import { randomBytes } from 'node:crypto'
 import type { Kernel } from '../../kernel/boot/kernel.ts'
 import { SecretBox } from '../../kernel/auth/secrets.ts'
 import { masterKeySource, readMasterKeyFile, writeMasterKeyFile } from '../../kernel/auth/masterKey.ts'
+import { idempotencyContext } from '../../kernel/http/idempotencyStore.ts'
+import type { Kysely } from 'kysely'
 
 /** Sealed kernel settings and the context each is sealed with (kernel/boot/bootstrap.ts). */
 const sealedSettings = [{ name: 'day_secret', context: 'day-secret' }]
@@ -41,6 +44,8 @@ export interface RotationOptions {
 export interface RotationResult {
   Secrets: number
   Settings: number
+  /** Other sealed values: stored Idempotency-Key answers and plugins' sealed columns. */
+  Sealed: number
   Key: string
 }
 
@@ -91,7 +96,25 @@ export async function rotateMasterKey(kernel: Kernel, options: RotationOptions):
         await trx.updateTable('kernel_settings').set({ value: resealed }).where('name', '=', setting.name).execute()
         settings++
       }
-      return { Secrets: secrets, Settings: settings, Key: source.kind === 'file' ? source.file : 'MASTER_KEY' }
+      let sealed = 0
+      // Stored answers sealed since 0.3.3 (older ones are plain base64 and expire within 24 hours).
+      const answers = await trx.selectFrom('api_idempotency').select(['key_id', 'idem_key', 'body']).where('body', 'like', 'v1:%').execute()
+      for (const row of answers) {
+        const context = idempotencyContext(Number(row.key_id), row.idem_key)
+        await trx.updateTable('api_idempotency').set({ body: sealer.seal(opener.open(row.body!, context), context) })
+          .where('key_id', '=', row.key_id).where('idem_key', '=', row.idem_key).execute()
+        sealed++
+      }
+      const plugins = trx as unknown as Kysely<Record<string, Record<string, unknown>>>
+      for (const column of kernel.sealedColumns) {
+        const rows = await plugins.selectFrom(column.table).select([`${column.idColumn} as id`, `${column.column} as value`]).where(column.column, 'is not', null).execute()
+        for (const row of rows) {
+          const context = `${column.contextPrefix}${row.id}`
+          await plugins.updateTable(column.table).set({ [column.column]: sealer.seal(opener.open(String(row.value), context), context) }).where(column.idColumn, '=', row.id).execute()
+          sealed++
+        }
+      }
+      return { Secrets: secrets, Settings: settings, Sealed: sealed, Key: source.kind === 'file' ? source.file : 'MASTER_KEY' }
     })
   } catch (error) {
     // Nothing was committed: the key file goes back to what it was (the old key seals again).
