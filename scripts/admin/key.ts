@@ -64,11 +64,14 @@ export const key: AdminCommand = {
     }
     if (words[0] === 'disable' || words[0] === 'enable') {
       const id = keyId(words, words[0])
-      const endDate = words[0] === 'disable' ? now : null
       // The change and its audit record in one transaction (issue 16).
-      const found = await db.transaction().execute(async (trx) => {
+      const outcome = await db.transaction().execute(async (trx) => {
         const before = await trx.selectFrom('api_keys').select(['id', 'display_name', 'parent', 'custno', 'end_date']).where('id', '=', id).executeTakeFirst()
-        if (!before) return false
+        if (!before) return 'missing'
+        const endedAt = before.end_date === null ? null : Number(before.end_date)
+        // A key that has ended keeps the date it ended (interface 3); an enabled key stays as it is. Nothing changes, nothing is recorded.
+        if (words[0] === 'disable' ? endedAt !== null && endedAt <= now : endedAt === null) return 'unchanged'
+        const endDate = words[0] === 'disable' ? now : null
         await trx.updateTable('api_keys').set({ end_date: endDate, updated_at: now }).where('id', '=', id).execute()
         await recordChange(trx, now, {
           who: null, parent: Number(before.parent), custno: Number(before.custno), action: `key.${words[0]}`, keyId: id,
@@ -76,11 +79,15 @@ export const key: AdminCommand = {
         })
         // The same event as the API's edit (issue 17): key.disabled when it ends a key in use, else key.changed.
         await kernel.services.events.emit(trx, keyChangeEvent(before, { end_date: endDate }, { end_date: endDate }, now))
-        return true
+        return 'changed'
       })
-      if (!found) throw new UsageError(`no key ${id}`)
-      kernel.services.keys.changed(id)
-      console.error(`admin: ${serviceSeesIt(kernel.config)}`)
+      if (outcome === 'missing') throw new UsageError(`no key ${id}`)
+      if (outcome === 'changed') {
+        kernel.services.keys.changed(id)
+        console.error(`admin: ${serviceSeesIt(kernel.config)}`)
+      } else {
+        console.error(`admin: key ${id} is already ${words[0] === 'disable' ? 'disabled' : 'enabled'}; nothing changed`)
+      }
       const row = await db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
       return keyRow(row, now)
     }
