@@ -161,6 +161,17 @@ t.test('refill at the period boundary (fake clock)', (t) =>
     now = Date.UTC(2026, 11, 1)
     t.same(await statuses(1), [200])
     t.match(await storedCredits(service, key.id), { credits: 99, refill_at: Date.UTC(2027, 0, 1) })
+
+    // An edit of the Refill alone, or its removal, while a refill is due keeps the refilled count.
+    t.equal((await service.call('POST', '/Api/Edit/Key', { today: true, date: date(), body: { KeyId: key.id, Credits: 0 } })).status, 200)
+    now = Date.UTC(2027, 0, 1, 9, 0, 0)
+    t.equal((await service.call('POST', '/Api/Edit/Key', { today: true, date: date(), body: { KeyId: key.id, Refill: { Amount: 5, Every: '1Day' } } })).status, 200)
+    t.match(await storedCredits(service, key.id), { credits: 100, refill_amount: 5, refill_every: '1Day', refill_at: Date.UTC(2027, 0, 2) }, 'the due 100, then the new schedule')
+    t.same(await statuses(1), [200])
+    t.equal((await service.call('POST', '/Api/Edit/Key', { today: true, date: date(), body: { KeyId: key.id, Credits: 0 } })).status, 200)
+    now = Date.UTC(2027, 0, 2, 9, 0, 0)
+    t.equal((await service.call('POST', '/Api/Edit/Key', { today: true, date: date(), body: { KeyId: key.id, Refill: null } })).status, 200)
+    t.same(await storedCredits(service, key.id), { credits: 5, refill_amount: null, refill_every: null, refill_at: null }, 'the due 5 stay when the Refill ends')
   }))
 
 t.test('/Api/Read/Limits shows credits in json, xml and csv; keys without credits are unchanged', async (t) => {

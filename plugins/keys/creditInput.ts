@@ -42,6 +42,9 @@ export function creditColumns(body: CreditInput, current: KeyRecord | null, now:
     columns.credits = total
   } else if (body.Refill && (stored === null || stored.credits === null)) {
     columns.credits = body.Refill.Amount
+  } else if (body.Refill !== undefined && stored !== null && stored.credits !== null) {
+    // The count as it stands now, a refill that fell due included: a new schedule does not take back what was due.
+    columns.credits = stored.credits
   }
   // A refill that fell due before this change is taken now, so the next call does not overwrite what was just set.
   if (typeof columns.credits === 'number' && body.Refill === undefined && stored !== null && stored.refillAt !== null) columns.refill_at = stored.refillAt
