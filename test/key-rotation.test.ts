@@ -78,6 +78,13 @@ t.test('rotation with an overlap, a second rotation, and the log naming the secr
     t.equal((await read(fourthKey)).text, signatureRefused, 'OldSecretValidFor 0 ends the old secret at once')
     t.equal((await read(thirdKey)).text, signatureRefused)
     t.equal((await read({ apiKey: original.apiKey, secret: fifth.json.Api_Secret })).status, 200)
+
+    // A level-2 record of a rotation keeps OldSecretEnds (a date, no secret) and hides the new secret.
+    const logged = await service.call('POST', '/Api/Rotate/Key', { body: { KeyId: created.json.Id, OldSecretValidFor: 30 }, today: true, date: at(), headers: { 'x-LogLevel': '2' } })
+    t.equal(logged.status, 200, logged.text)
+    const record = await service.call('POST', '/Api/Read/Log', { body: { LogRequestId: Number(logged.headers.get('x-requestid')) }, date: at() })
+    t.equal(record.status, 200, record.text)
+    t.match(record.json.Rsponse, { Api_Secret: '[redacted]', OldSecretEnds: httpDate(clock.now + 30_000) })
   }),
 )
 

@@ -28,9 +28,11 @@ function clip(text: string): string {
 }
 
 // A new key's Api_Secret is in the answer of create/edit: it must not live on in the log.
+// A field naming a time (a rotation's OldSecretEnds) is no secret and stays readable.
 const secretField = /secret|password/i
+const timeField = /(Ends|Date)$/
 function withoutSecrets(name: string, value: unknown): unknown {
-  return secretField.test(name) && (typeof value === 'string' || typeof value === 'number') ? '[redacted]' : value
+  return secretField.test(name) && !timeField.test(name) && (typeof value === 'string' || typeof value === 'number') ? '[redacted]' : value
 }
 
 /**
