@@ -31,7 +31,7 @@ export { adminGroupName, defineRoute } from './plugin.ts'
 export { ApiError, badRequest, forbidden, notFound, unauthorized, type ErrorCode } from './http/errors.ts'
 
 // Dates: answers carry HTTP-dates; inputs accept HTTP-date or RFC 3339 (D9).
-export { httpDate, parseInputDate } from './auth/apiDate.ts'
+export { httpDate, parseInputDate, parseInputDateUntil } from './auth/apiDate.ts'
 
 // MaxHits (D7): the one parser of the rate-limit grammar.
 export { MaxHitsError, formatMaxHits, parseMaxHits, type RateWindow } from './limits/maxHits.ts'

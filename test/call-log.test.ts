@@ -220,6 +220,9 @@ t.test('POST /Api/Read/History', (t) =>
     const second = all.json.Calls[0].RequestTime
     const sameSecond = await service.call('POST', '/Api/Read/History', { key, body: { From: second, To: second, Function: '/Api/Read/Acl' } })
     t.ok(sameSecond.json.Calls.some((call: { Id: number }) => call.Id === ids[2]), 'a call found by its own RequestTime')
+    const day = new Date(second).toISOString().slice(0, 10)
+    const sameDay = await service.call('POST', '/Api/Read/History', { key, body: { From: day, To: day, Function: '/Api/Read/Acl' } })
+    t.ok(sameDay.json.Calls.some((call: { Id: number }) => call.Id === ids[2]), 'a date alone as To runs to the end of its day')
 
     for (const body of [{ From: 'yesterday' }, { From: new Date().toISOString(), To: start }, { size: 0 }, { size: 1001 }, { page: 0 }, { Sort: 'Id' }]) {
       const answer = await service.call('POST', '/Api/Read/History', { key, body })

@@ -62,3 +62,25 @@ t.test('retried until retryForMs, then failed', (t) =>
     t.equal(receiver.attempts, attempts, 'no attempt after failing')
     t.equal((await service.call('POST', '/Api/Read/Deliveries', { body: { Status: 'failed' } })).json.Total, 1)
   }))
+
+t.test('disabling a webhook fails its pending deliveries; enabling it again sends none of them', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, config: fastWebhooks })
+    const receiver = await startReceiver(t)
+    receiver.status = 503
+    const groups = await keyTestGroups(service)
+    const webhook = await service.call('POST', '/Api/Create/Webhook', { body: { Url: receiver.url, Events: ['key.changed'] }, today: true })
+    const key = await service.call('POST', '/Api/Create/Key', { body: { Display_Name: 'Parked', GroupId: [groups.aclReader], Require_Https: 0 }, today: true })
+    t.equal((await service.call('POST', '/Api/Edit/Key', { body: { KeyId: key.json.Id, Phone: '555' }, today: true })).status, 200)
+    for (let wait = 0; wait < 100 && receiver.attempts === 0; wait++) await settle(50)
+    t.match((await service.call('POST', '/Api/Read/Deliveries', { body: {} })).json.Deliveries[0], { Status: 'pending', LastStatus: 503 })
+
+    t.equal((await service.call('POST', '/Api/Edit/Webhook', { body: { Id: webhook.json.Id, Disabled: 1 }, today: true })).status, 200)
+    const failed = (await service.call('POST', '/Api/Read/Deliveries', { body: {} })).json.Deliveries[0]
+    t.match(failed, { Status: 'failed', LastError: 'The webhook is disabled.', NextAttempt: null, Delivered: null }, 'failed at once')
+    receiver.status = 200
+    t.equal((await service.call('POST', '/Api/Edit/Webhook', { body: { Id: webhook.json.Id, Disabled: 0 }, today: true })).status, 200)
+    await settle(500)
+    t.equal(receiver.received.length, 0, 'the failed delivery is not sent after the webhook is enabled again')
+    t.match((await service.call('POST', '/Api/Read/Deliveries', { body: {} })).json.Deliveries[0], { Status: 'failed' })
+  }))

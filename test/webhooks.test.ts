@@ -48,7 +48,7 @@ t.test('each event arrives once, verified with standardwebhooks', (t) =>
     await service.call('POST', '/people/update/importmass', { body: { ImportId: importId, People: [{ Source_Id: 'E1', FirstName: 'Ada', LastName: 'Lovelace' }] } })
     t.equal((await service.call('POST', '/people/update/importterm', { body: { ImportId: importId } })).status, 200)
 
-    t.equal((await service.call('POST', '/Api/Edit/Key', { body: { KeyId: keyId, EndDate: new Date().toUTCString() }, today: true })).status, 200)
+    t.equal((await service.call('POST', '/Api/Edit/Key', { body: { KeyId: keyId, EndDate: new Date().toUTCString(), Display_Name: 'Watched, ended' }, today: true })).status, 200)
 
     await receiver.waitFor(7)
     // A moment more, so a duplicate would have arrived.
@@ -67,8 +67,8 @@ t.test('each event arrives once, verified with standardwebhooks', (t) =>
     t.match(byType('key.rotated')[0], { KeyId: keyId })
     t.same(byType('key.usage').map((data) => data.Percent).sort(), [100, 80])
     t.match(byType('key.usage')[0], { KeyId: keyId, Limit: 'MaxHits', Window: '1Hour', Count: 5 })
-    t.match(byType('people.import.finished')[0], { ImportId: importId, Added: 1 })
-    t.match(byType('key.disabled')[0], { KeyId: keyId })
+    t.match(byType('people.import.finished')[0], { Parent: Number, Custno: Number, ImportId: importId, Added: 1 })
+    t.match(byType('key.disabled')[0], { KeyId: keyId, Name: 'Watched, ended' }, 'the name after the edit')
     t.match(receiver.received[0].json, { type: String, timestamp: /^\d{4}-\d\d-\d\dT/, data: Object })
 
     // The deliveries, as the tenant reads them.
@@ -80,6 +80,15 @@ t.test('each event arrives once, verified with standardwebhooks', (t) =>
     const usage = await service.call('POST', '/Api/Read/Deliveries', { body: { Event: 'key.usage', PageSize: 1, Page: 2 } })
     t.match(usage.json, { Total: 2, Page: 2 })
     t.equal(usage.json.Deliveries.length, 1)
+    // To is inclusive: a delivery's own Created (whole seconds) finds it, and a date alone its whole day.
+    const newest = deliveries.json.Deliveries[0] as { Id: string; Created: string }
+    const sameSecond = await service.call('POST', '/Api/Read/Deliveries', { body: { From: newest.Created, To: newest.Created } })
+    t.ok(sameSecond.json.Deliveries.some((delivery: { Id: string }) => delivery.Id === newest.Id), 'To = its Created finds it')
+    const day = new Date(newest.Created).toISOString().slice(0, 10)
+    const byDay = await service.call('POST', '/Api/Read/Deliveries', { body: { From: day, To: day } })
+    t.ok(byDay.json.Deliveries.some((delivery: { Id: string }) => delivery.Id === newest.Id), 'To = its day finds it')
+    const reversed = await service.call('POST', '/Api/Read/Deliveries', { body: { From: '2026-11-02', To: '2026-11-01' } })
+    t.equal(reversed.text, 'Error: From must not be later than To.')
     const csv = await service.call('POST', '/Api/Read/Deliveries?format=csv', { body: {} })
     t.equal(csv.headers.get('x-total-count'), '7')
     t.match(csv.text, /^Id,WebhookId,Event,Status,Attempts,LastStatus,LastError,NextAttempt,Created,Delivered/)
@@ -114,6 +123,9 @@ t.test('inputs, day code, authority, tenants', (t) =>
       [{ Url: 'http://[::1]:9/hook', Events: ['key.changed'] }, /private, loopback or link-local/],
       [{ Url: 'http://[::ffff:127.0.0.2]:9/hook', Events: ['key.changed'] }, /private, loopback or link-local/],
       [{ Url: 'http://169.254.169.254/latest', Events: ['key.changed'] }, /private, loopback or link-local/],
+      // Documentation ranges, and the forms that embed an IPv4 address: local-use NAT64, Teredo, IPv4-compatible.
+      ...['192.0.2.1', '198.51.100.7', '203.0.113.9', '[2001:db8::1]', '[64:ff9b:1::a00:1]', '[2001:0:4136:e378:8000:63bf:3fff:fdd2]', '[::a00:1]']
+        .map((host): [Record<string, unknown>, RegExp] => [{ Url: `http://${host}/hook`, Events: ['key.changed'] }, /private, loopback or link-local/]),
     ]
     for (const [body, message] of bad) {
       const answer = await create(body)

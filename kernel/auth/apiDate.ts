@@ -48,6 +48,17 @@ export function parseInputDate(text: string): number | null {
   return Number.isNaN(time) ? null : time
 }
 
+/**
+ * The last millisecond an input date names, for an inclusive `To` filter: a date alone
+ * (YYYY-MM-DD) runs to the end of that UTC day, a time in whole seconds (as answers show
+ * times) to the end of that second; null when it is not a date.
+ */
+export function parseInputDateUntil(text: string): number | null {
+  const time = parseInputDate(text)
+  if (time === null || time % 1000 !== 0) return time
+  return /^\d{4}-\d\d-\d\d$/.test(text) ? time + 86_399_999 : time + 999
+}
+
 /** Dates in responses are HTTP-dates (D9). */
 export function httpDate(time: number): string {
   return new Date(time).toUTCString()

@@ -26,9 +26,11 @@ export const endsBy = (endDate: number | null | undefined, now: number) => endDa
 export function keyChangeEvent(before: KeyRow, after: { end_date?: number | null }, changed: Record<string, unknown>, now: number): KernelEvent {
   const disabled = !endsBy(before.end_date, now) && endsBy(after.end_date, now)
   const fields = [...new Set(Object.keys(changed).map((name) => keyApiFields[name] ?? name))]
+  // The key's name as it is now: a rename names the new one.
+  const key = { ...keyData(before), Name: typeof changed.display_name === 'string' ? changed.display_name : before.display_name }
   return disabled
-    ? { type: 'key.disabled', parent: Number(before.parent), custno: Number(before.custno), data: { ...keyData(before), EndDate: httpDate(Number(after.end_date)) } }
-    : { type: 'key.changed', parent: Number(before.parent), custno: Number(before.custno), data: { ...keyData(before), Changed: fields } }
+    ? { type: 'key.disabled', parent: Number(before.parent), custno: Number(before.custno), data: { ...key, EndDate: httpDate(Number(after.end_date)) } }
+    : { type: 'key.changed', parent: Number(before.parent), custno: Number(before.custno), data: { ...key, Changed: fields } }
 }
 
 /** A new secret for a key: when the old one stops signing. */

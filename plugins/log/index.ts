@@ -1,4 +1,4 @@
-import { badRequest, defineRoute, notFound, parseInputDate, type CallerKey, type KernelServices, type Plugin } from '../../kernel/sdk.ts'
+import { badRequest, defineRoute, notFound, parseInputDate, parseInputDateUntil, type CallerKey, type KernelServices, type Plugin } from '../../kernel/sdk.ts'
 import { levelsGroup, levelsRoute } from './levels.ts'
 import { fullLimitsAnswer, noCredits, windowRows, type FullLimits } from './limits.ts'
 import { usageGroup, usageRoute } from './usage.ts'
@@ -52,9 +52,9 @@ interface HistoryRequest { page?: number; size?: number; From?: string; To?: str
  */
 const logReadTtlSeconds = 60
 
-function inputTime(text: string | undefined, field: string): number | undefined {
+function inputTime(text: string | undefined, field: string, parse: (text: string) => number | null = parseInputDate): number | undefined {
   if (text === undefined) return undefined
-  const time = parseInputDate(text)
+  const time = parse(text)
   if (time === null) throw badRequest(`${field} must be an HTTP-date (Sun, 22 Nov 2026 08:49:37 GMT) or RFC 3339 (2026-11-22T08:49:37Z).`)
   return time
 }
@@ -93,9 +93,8 @@ async function readHistory(kernel: KernelServices, caller: CallerKey, body: Hist
   const size = body.size ?? historyDefaults.size
   const from = inputTime(body.From, 'From')
   // Inclusive to the end of its second: a record's RequestTime is shown in whole seconds,
-  // so To = that RequestTime must find the call made later within the same second.
-  const toSecond = inputTime(body.To, 'To')
-  const to = toSecond === undefined || toSecond % 1000 !== 0 ? toSecond : toSecond + 999
+  // so To = that RequestTime must find the call made later within the same second (a date alone: its whole day).
+  const to = inputTime(body.To, 'To', parseInputDateUntil)
   if (from !== undefined && to !== undefined && from > to) throw badRequest('From must not be later than To.')
   const { total, records } = caller.anonymous
     ? { total: 0, records: [] }

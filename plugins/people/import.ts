@@ -369,7 +369,8 @@ export async function finishImport(db: PeopleDb, scope: Scope, importId: number,
       ImportId: importId, Batches: Number(totals.batches), Added: Number(totals.added), Changed: Number(totals.changed),
       Unchanged: Number(totals.unchanged), Terminated: count, Rejected: Number(totals.rejected),
     }
-    await events?.emit(trx, { type: 'people.import.finished', parent: scope.parent, custno: scope.custno, data: counts })
+    // Whose import it was: a parent-wide webhook hears every customer's.
+    await events?.emit(trx, { type: 'people.import.finished', parent: scope.parent, custno: scope.custno, data: { Parent: scope.parent, Custno: scope.custno, ...counts } })
     return {
       answer: {
         ...counts,

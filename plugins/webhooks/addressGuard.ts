@@ -20,7 +20,10 @@ const closedRanges: [string, number, 'ipv4' | 'ipv6'][] = [
   ['172.16.0.0', 12, 'ipv4'],
   ['192.0.0.0', 24, 'ipv4'],
   ['192.168.0.0', 16, 'ipv4'],
+  ['192.0.2.0', 24, 'ipv4'],
   ['198.18.0.0', 15, 'ipv4'],
+  ['198.51.100.0', 24, 'ipv4'],
+  ['203.0.113.0', 24, 'ipv4'],
   ['224.0.0.0', 4, 'ipv4'],
   ['240.0.0.0', 4, 'ipv4'],
   ['::', 128, 'ipv6'],
@@ -28,9 +31,14 @@ const closedRanges: [string, number, 'ipv4' | 'ipv6'][] = [
   ['fe80::', 10, 'ipv6'],
   ['fc00::', 7, 'ipv6'],
   ['ff00::', 8, 'ipv6'],
-  // NAT64 and 6to4 embed IPv4 addresses a gateway would reach for us.
+  // Documentation (RFC 3849).
+  ['2001:db8::', 32, 'ipv6'],
+  // NAT64 (well-known and local-use), Teredo, 6to4 and IPv4-compatible forms embed IPv4 addresses a gateway would reach for us.
   ['64:ff9b::', 96, 'ipv6'],
+  ['64:ff9b:1::', 48, 'ipv6'],
+  ['2001::', 32, 'ipv6'],
   ['2002::', 16, 'ipv6'],
+  ['::', 96, 'ipv6'],
 ]
 
 const closed = new BlockList()

@@ -1,12 +1,12 @@
 import type { Kysely } from 'kysely'
-import { badRequest, httpDate, parseInputDate, type Call, type KernelServices } from '../../kernel/sdk.ts'
+import { badRequest, httpDate, parseInputDate, parseInputDateUntil, type Call, type KernelServices } from '../../kernel/sdk.ts'
 import type { WebhookTables } from './tables.ts'
 import { defaultPageSize, type ReadDeliveriesBody } from './schemas.ts'
 import { requireKeyAdministrator, scopeOf } from './authority.ts'
 
-function dateFilter(name: string, text: string | undefined): number | undefined {
+function dateFilter(name: string, text: string | undefined, parse: (text: string) => number | null): number | undefined {
   if (text === undefined) return undefined
-  const time = parseInputDate(text)
+  const time = parse(text)
   if (time === null) throw badRequest(`${name} must be a date (HTTP-date, RFC 3339 or YYYY-MM-DD).`)
   return time
 }
@@ -20,9 +20,10 @@ export const deliveryColumns = ['Id', 'WebhookId', 'Event', 'Status', 'Attempts'
  */
 export async function readDeliveries(kernel: KernelServices, db: Kysely<WebhookTables>, call: Call<ReadDeliveriesBody>) {
   const body = call.body ?? {}
-  const from = dateFilter('From', body.From)
-  const to = dateFilter('To', body.To)
-  if (from !== undefined && to !== undefined && from > to) throw badRequest('From must not be after To.')
+  const from = dateFilter('From', body.From, parseInputDate)
+  // Inclusive: To = a delivery's Created (whole seconds) finds it, and a date alone takes in its whole day.
+  const to = dateFilter('To', body.To, parseInputDateUntil)
+  if (from !== undefined && to !== undefined && from > to) throw badRequest('From must not be later than To.')
   await requireKeyAdministrator(kernel, call.caller)
   const scope = scopeOf(call.caller)
   const page = body.Page ?? 1

@@ -16,11 +16,15 @@ const leaseMarginMs = 30_000
 /** What of a receiver's answer is read (the status is what counts). */
 const answerBytes = 4096
 
-/** The outcome of one attempt: the receiver's status, or why there was none. */
+/** The outcome of one attempt: the receiver's status, or why there was none; `final` fails the delivery now (no retry can succeed). */
 interface Outcome {
   status: number | null
   error: string | null
+  final?: boolean
 }
+
+/** The error of a delivery whose webhook was disabled (its pending deliveries fail, docs/webhooks.md). */
+export const disabledError = 'The webhook is disabled.'
 
 /**
  * The background sender (issue 17): each process polls for due deliveries and claims
@@ -89,11 +93,22 @@ export class WebhookSender {
       .where('d.id', '=', id).executeTakeFirst()
     if (!row) return
     const outcome: Outcome = row.url === null || row.secret_enc === null || row.webhookId === null
-      ? { status: null, error: 'The webhook no longer exists.' }
+      ? { status: null, error: 'The webhook no longer exists.', final: true }
       : Number(row.disabled) === 1
-        ? { status: null, error: 'The webhook is disabled.' }
-        : await this.attempt(id, row.url, this.kernel.secrets.open(row.secret_enc, `webhook:${row.webhookId}`), row.payload)
+        ? { status: null, error: disabledError, final: true }
+        : await this.send(id, row.url, row.secret_enc, row.webhookId, row.payload)
     await this.record(id, Number(row.attempts) + 1, Number(row.created), outcome)
+  }
+
+  private send(id: string, url: string, sealedSecret: string, webhookId: number, payload: string): Promise<Outcome> {
+    let secret: string
+    try {
+      secret = this.kernel.secrets.open(sealedSecret, `webhook:${webhookId}`)
+    } catch {
+      // Sealed under another master key (restored from elsewhere): no retry opens it; set a new Secret by Edit.
+      return Promise.resolve({ status: null, error: "The webhook's secret does not open with this master key; set a new Secret.", final: true })
+    }
+    return this.attempt(id, url, secret, payload)
   }
 
   /** One POST, to the address the guard checked, within timeoutMs. */
@@ -145,11 +160,11 @@ export class WebhookSender {
     const deadline = created + this.settings.retryForMs
     const change = outcome.error === null
       ? { ...common, status: 'delivered' as const, delivered: now }
-      : now >= deadline
+      : outcome.final || now >= deadline
         ? { ...common, status: 'failed' as const }
         : { ...common, next_attempt: Math.min(deadline, now + this.retryDelay(attempts)) }
     await this.db.updateTable('webhook_deliveries').set(change).where('id', '=', id).where('lease_owner', '=', this.owner).execute()
-    if ('status' in change && change.status === 'failed') this.log.warn({ delivery: id, attempts, lastStatus: outcome.status, lastError: outcome.error }, 'webhook delivery failed: retried for retryForMs')
+    if ('status' in change && change.status === 'failed') this.log.warn({ delivery: id, attempts, lastStatus: outcome.status, lastError: outcome.error }, outcome.final ? 'webhook delivery failed' : 'webhook delivery failed: retried for retryForMs')
   }
 
   /** Exponential backoff with jitter: the n-th retry waits between half and all of first * 2^(n-1), capped. */

@@ -7,6 +7,7 @@ import { AddressRefused, type AddressGuard } from './addressGuard.ts'
 import type { WebhookSettings } from './settings.ts'
 import { requireKeyAdministrator, scopeOf, type WebhookScope } from './authority.ts'
 import { eventList } from './outbox.ts'
+import { disabledError } from './sender.ts'
 
 /** One text for "no such webhook" and "not yours": no other tenant's webhook shows. */
 const webhookNotFound = () => notFound('Webhook not found.')
@@ -110,7 +111,14 @@ export class WebhookAdmin {
     if (events !== undefined) changes.events = events.join(',')
     if (secret !== undefined) changes.secret_enc = this.kernel.secrets.seal(secret, secretContext(body.Id))
     if (body.Disabled !== undefined) changes.disabled = body.Disabled
-    await this.db.updateTable('webhooks').set(changes).where('id', '=', body.Id).execute()
+    await this.db.transaction().execute(async (trx) => {
+      await trx.updateTable('webhooks').set(changes).where('id', '=', body.Id).execute()
+      // Disabling fails what is still pending: nothing queued before is sent later, to whatever Url the webhook has then.
+      if (body.Disabled === 1) {
+        await trx.updateTable('webhook_deliveries').set({ status: 'failed', last_error: disabledError, lease_owner: null, lease_until: null })
+          .where('webhook_id', '=', body.Id).where('status', '=', 'pending').execute()
+      }
+    })
     const row = await this.inScope(scopeOf(caller)).selectAll().where('id', '=', body.Id).executeTakeFirstOrThrow()
     // A secret given here is shown back once, like a new webhook's.
     return { ...webhookAnswer(row), ...(secret === undefined ? {} : { Secret: secret }) }
