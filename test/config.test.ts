@@ -47,6 +47,9 @@ t.test('a bad setting names itself', async (t) => {
     [{ WEBHOOKS_ALLOW_ADDRESSES: 'localhost' }, /^invalid setting webhooks\.allowAddresses: not an IP address or CIDR range \(got "localhost"\)$/],
     [{ WEBHOOKS_ALLOW_ADDRESSES: 'fd00::/8/1' }, /invalid setting webhooks\.allowAddresses: .*\(got "fd00::\/8\/1"\)/],
     [{ WEBHOOKS_MAX_PER_TENANT: '-1' }, /invalid setting webhooks\.maxPerTenant/],
+    [{ DATABASE_URL: 'mysql://u:S3CRET PW@h/x%' }, /^invalid setting databaseUrl: a %-escape in the user, password or database name is not valid \(write % itself as %25\) \(got "mysql:\/\/u:\*+@h\/x%"\)$/],
+    [{ MASTER_KEY: '/nonexistent/keygate/master.key' }, /^invalid setting masterKey: the key file \/nonexistent\/keygate\/master\.key does not exist$/],
+    [{ PORT: '9100', METRICS_PORT: '9100' }, /^invalid setting metrics\.port: the same port as the service's own \(9100\)$/],
   ]
   for (const [env, message] of cases) {
     let thrown: unknown
@@ -73,4 +76,11 @@ t.test('npm start with a bad setting stops with one line and a non-zero exit', a
   t.equal(badAddress.status, 1)
   t.equal(badAddress.stderr.trim().split('\n').length, 1)
   t.match(badAddress.stderr, /^keygate: invalid setting webhooks\.allowAddresses: not an IP address or CIDR range \(got "192\.168\.1\.300"\)/)
+  // A key file that holds no key: one line naming the setting, no stack.
+  const folder = mkdtempSync(join(tmpdir(), 'keygate-config-'))
+  t.teardown(() => rmSync(folder, { recursive: true, force: true }))
+  writeFileSync(join(folder, 'master.key'), 'not a key\n')
+  const badKey = spawnSync(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { env: { ...process.env, DATA_DIR: folder, MASTER_KEY: join(folder, 'master.key'), PORT: '0' }, encoding: 'utf8', timeout: 30_000 })
+  t.equal(badKey.status, 1)
+  t.equal(badKey.stderr, `keygate: invalid setting masterKey: ${join(folder, 'master.key')} does not hold a 64-hex-digit master key\n`)
 })

@@ -8,6 +8,7 @@
 import t from 'tap'
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, statSync, utimesSync } from 'node:fs'
+import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -77,6 +78,27 @@ t.test('built once; node dist/kernel/boot/main.js', async (t) => {
     t.equal(version.status, 0)
     t.equal(version.stdout, `${packageJson.version}\n`)
     t.match(readFileSync(join(repository, startArguments[0]), 'utf8'), /^#!\/usr\/bin\/env node\n/, 'the keygate bin runs with node')
+  })
+
+  t.test('a port in use: exit 1 (one process, and the primary of WORKERS=2), no node id left held', async (t) => {
+    const taken = createServer()
+    await new Promise<void>((done) => taken.listen(0, '127.0.0.1', done))
+    t.teardown(() => new Promise<void>((done) => taken.close(() => done())))
+    const port = (taken.address() as AddressInfo).port
+    for (const workers of ['1', '2']) {
+      const dataDir = mkdtempSync(join(tmpdir(), 'keygate-port-taken-'))
+      t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+      const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, PLUGINS: 'acl', WORKERS: workers }
+      delete env.DATABASE_URL
+      delete env.CONFIG_FILE
+      const run = spawnSync(process.execPath, startArguments, { cwd: repository, env, encoding: 'utf8', timeout: 60_000 })
+      t.equal(run.status, 1, `WORKERS=${workers}: exit 1, not forked again and again (${run.signal ?? ''})`)
+      t.match(run.stdout, /EADDRINUSE/, 'the log names the cause')
+      if (workers === '2') t.match(run.stdout, /worker \d could not start/)
+      const file = new SQLite(join(dataDir, 'keygate.sqlite'), { readonly: true })
+      t.same(file.prepare('select node_id from kernel_nodes').all(), [], 'the node ids are released')
+      file.close()
+    }
   })
 
   t.test('SIGTERM to its PID under load: exit 0 within 10 s, every answered call logged', async (t) => {

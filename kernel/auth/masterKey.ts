@@ -21,11 +21,14 @@ export function masterKeySource(configured: string | null, dataDir: string): Mas
   return { kind: 'file', file: join(dataDir, 'master.key'), generated: true }
 }
 
+/** A master key file that is missing or holds no key: the start prints it as one line naming masterKey. */
+export class MasterKeyFileError extends Error {}
+
 /** The keys in a key file, sealing key first. */
 export function readMasterKeyFile(file: string): Buffer[] {
-  if (!existsSync(file)) throw new Error(`master key file ${file} does not exist`)
+  if (!existsSync(file)) throw new MasterKeyFileError(`master key file ${file} does not exist`)
   const lines = readFileSync(file, 'utf8').split('\n').map((line) => line.trim()).filter(Boolean)
-  if (lines.length === 0 || !lines.every((line) => hexKey.test(line))) throw new Error(`${file} does not hold a 64-hex-digit master key`)
+  if (lines.length === 0 || !lines.every((line) => hexKey.test(line))) throw new MasterKeyFileError(`${file} does not hold a 64-hex-digit master key`)
   return lines.map((line) => Buffer.from(line, 'hex'))
 }
 

@@ -326,12 +326,33 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
   if (config.databaseUrl !== null && config.databaseUrl !== undefined && !URL.canParse(config.databaseUrl)) {
     throw new ConfigError(`invalid setting databaseUrl: not a valid URL${shownValue('databaseUrl', config.databaseUrl)}`)
   }
+  if (config.databaseUrl && !decodableUrl(config.databaseUrl)) {
+    throw new ConfigError(`invalid setting databaseUrl: a %-escape in the user, password or database name is not valid (write % itself as %25)${shownValue('databaseUrl', config.databaseUrl)}`)
+  }
+  // A key file named by MASTER_KEY must be there (the generated one in dataDir is made at the first start).
+  if (config.masterKey && !/^[0-9a-fA-F]{64}$/.test(config.masterKey) && !existsSync(resolve(config.masterKey))) {
+    throw new ConfigError(`invalid setting masterKey: the key file ${resolve(config.masterKey)} does not exist`)
+  }
+  if (config.metrics?.port && config.metrics.port === config.port) {
+    throw new ConfigError(`invalid setting metrics.port: the same port as the service's own (${config.port})`)
+  }
   if (config.redisUrl !== null && config.redisUrl !== undefined && !URL.canParse(config.redisUrl)) {
     throw new ConfigError(`invalid setting redisUrl: not a valid URL${shownValue('redisUrl', config.redisUrl)}`)
   }
   config.basePath = config.basePath.replace(/\/$/, '')
   config.dataDir = resolve(config.dataDir)
   return config
+}
+
+/** The parts of a database URL the driver decodes (kernel/storage/database.ts mysqlPoolOptions) decode. */
+function decodableUrl(text: string): boolean {
+  const url = new URL(text)
+  try {
+    for (const part of [url.username, url.password, url.pathname]) decodeURIComponent(part)
+    return true
+  } catch {
+    return false
+  }
 }
 
 function valueAt(root: unknown, pointer: string): unknown {

@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import { loadConfig, ConfigError, type Config } from './config.ts'
 import { createKernel, type Kernel } from './kernel.ts'
 import { servePrimary, workerLink } from './cluster.ts'
-import { masterKeyWarning } from '../auth/masterKey.ts'
+import { MasterKeyFileError, masterKeyWarning } from '../auth/masterKey.ts'
 import { MasterKeyMismatch, type RootKey } from './bootstrap.ts'
 import { createLogger, type Logger } from '../observe/logger.ts'
 import { packageVersion } from './packageRoot.ts'
@@ -61,9 +61,19 @@ function metricsAddress(config: Config): string | null {
   return `http://${host}:${config.metrics.port}/metrics`
 }
 
+/** Listens, or closes the kernel before the error goes on: a start that fails (a port in use) leaves no node id held for `nodes.expireMs`. */
+async function listening(kernel: Kernel): Promise<{ url: string }> {
+  try {
+    return await kernel.listen()
+  } catch (error) {
+    await kernel.close().catch(() => {})
+    throw error
+  }
+}
+
 async function single(config: Config, logger: Logger): Promise<void> {
   const kernel = await createKernel({ config, logger })
-  const { url } = await kernel.listen()
+  const { url } = await listening(kernel)
   logger.info({ version: packageVersion, url, metrics: metricsAddress(config) }, describe(config, url))
   announceRootKey(config, kernel.createdRootKey)
   onStopSignal(logger, async (signal) => {
@@ -79,10 +89,28 @@ async function primary(config: Config, logger: Logger): Promise<void> {
   await setup.close()
   servePrimary()
   let stopping = false
+  const stopAll = () => Promise.all(Object.values(cluster.workers ?? {}).map((worker) => new Promise<void>((resolve) => {
+    if (!worker || worker.isDead()) return resolve()
+    worker.once('exit', () => resolve())
+    worker.process.kill('SIGTERM')
+  })))
   const fork = (index: number) => {
     const worker = cluster.fork({ KEYGATE_WORKER_INDEX: String(index) })
+    let served = false
+    // Served once its API listener is up (a metrics listener may come up first and say nothing).
+    worker.on('listening', (address) => {
+      if (!config.metrics?.port || address.port !== config.metrics.port) served = true
+    })
     worker.on('exit', (code, signal) => {
       if (stopping) return
+      if (!served) {
+        // It could not start (its own line says why: a port in use, say); another would fail
+        // the same way, so the primary stops and exits 1 and the supervisor (systemd, compose) sees it.
+        stopping = true
+        logger.fatal({ worker: index, exit: signal ?? code }, `keygate: worker ${index} could not start (${signal ?? code}); stopping`)
+        void stopAll().then(() => process.exit(1))
+        return
+      }
       logger.error({ worker: index, exit: signal ?? code }, `keygate: worker ${index} exited (${signal ?? code}); starting another`)
       fork(index)
     })
@@ -97,18 +125,14 @@ async function primary(config: Config, logger: Logger): Promise<void> {
   onStopSignal(logger, async (signal) => {
     stopping = true
     logger.info({ signal }, `keygate: ${signal}, stopping ${config.workers} workers`)
-    await Promise.all(Object.values(cluster.workers ?? {}).map((worker) => new Promise<void>((resolve) => {
-      if (!worker || worker.isDead()) return resolve()
-      worker.once('exit', () => resolve())
-      worker.process.kill('SIGTERM')
-    })))
+    await stopAll()
   })
 }
 
 async function worker(config: Config, logger: Logger): Promise<void> {
   const index = Number(process.env.KEYGATE_WORKER_INDEX ?? 0)
   const kernel = await createKernel({ config: { ...config, nodeId: config.nodeId === null ? null : config.nodeId + index }, cluster: workerLink(), logger: logger.child({ worker: index }) })
-  await kernel.listen()
+  await listening(kernel)
   onStopSignal(logger, () => kernel.close())
 }
 
@@ -137,6 +161,10 @@ if (process.argv.includes('--version') || process.argv.includes('-v')) {
     // A wrong master key is the operator's to fix: one line that says so, no stack.
     if (error instanceof MasterKeyMismatch) {
       console.error(`keygate: ${error.message}`)
+      process.exit(1)
+    }
+    if (error instanceof MasterKeyFileError) {
+      console.error(`keygate: invalid setting masterKey: ${error.message}`)
       process.exit(1)
     }
     logger.fatal({ err: error }, `keygate: could not start: ${(error as Error).message ?? error}`)
