@@ -232,6 +232,13 @@ t.test('Redis stopped mid-load then started again: no 5xx, per-process limits me
     t.equal(ready.headers.get('keygate-degraded'), 'redis unreachable; rate limits per process')
     t.equal(node.output().match(/redis unreachable/g)?.length, 1, 'said once in the service log')
   }
+  // An operator's change cannot be published: it goes through the database's stamp, and the CLI says so.
+  const disabled = await runAdmin(['key', 'disable', String(during.id)], c.env)
+  t.equal(disabled.code, 0, disabled.stderr)
+  t.match(disabled.stderr, /admin: Redis is unreachable: a running service sees this within 5 s \(through the database\)\n/)
+  for (const node of c.nodes) {
+    await waitFor('the disabled key refused while Redis is away', async () => (await call(node, during.key, 'GET', '/Api/Read/Acl')).status === 401, 10_000)
+  }
 
   await redis.start()
   for (const node of c.nodes) await waitFor('the return to Redis', async () => (await readyz(node)).headers.get('keygate-degraded') === null, 20_000)

@@ -13,7 +13,8 @@ export const keyPartition = (keyId: number) => `key:${keyId}`
  * on every other process: through Redis pub/sub when configured (every process and
  * cluster worker subscribes itself; the returned promise waits for the publish), else
  * in cluster mode through the primary, and for key and access changes through the
- * database's stamp too (cluster/accessStamp.ts), which the operator CLI writes.
+ * database's stamp too (cluster/accessStamp.ts), which the operator CLI writes; with
+ * Redis, the stamp carries what Redis could not (an outage).
  */
 export function invalidation(keys: KeyDirectory, cache: ResponseCache, cluster: ClusterLink | undefined, redis?: RedisInvalidation, stamp?: AccessStamp): (change: Invalidation) => Promise<void> {
   const apply = (change: Invalidation) => {
@@ -29,7 +30,10 @@ export function invalidation(keys: KeyDirectory, cache: ResponseCache, cluster: 
     redis.onChange(apply)
     return (change) => {
       apply(change)
-      return redis.publish(change)
+      // Redis away: the database's stamp carries a key or access change instead (read every few seconds).
+      return redis.publish(change).then((published) => {
+        if (!published && change.kind !== 'partition') stamp?.mark()
+      })
     }
   }
   cluster?.onInvalidation(apply)

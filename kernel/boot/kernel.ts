@@ -66,6 +66,8 @@ export interface Kernel {
   readonly secrets: SecretBox
   /** Sealed columns of the enabled plugins' tables (`admin master-key rotate` re-seals them). */
   readonly sealedColumns: readonly SealedColumn[]
+  /** Whether Redis answers now; null without Redis (the operator CLI says how a change reaches the service). */
+  redisReachable(): boolean | null
   /** The root admin key and its file when this start created it (first start), else null. */
   readonly createdRootKey: RootKey | null
   readonly daySecret: Buffer
@@ -135,7 +137,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   callLog.flushObserver = (seconds) => metrics.observeFlush(seconds)
 
   // Without Redis, key and ACL changes of other processes (the operator CLI) arrive through the database.
-  const accessStamp = redis ? undefined : new AccessStamp(db, report)
+  // Read by every serving process; written by a change that Redis (when configured) could not publish.
+  const accessStamp = new AccessStamp(db, report)
   const invalidateEverywhere = invalidation(keys, cache, options.cluster, redisInvalidation, accessStamp)
   const tenants = new Tenants(db, dialect, clock, config.people.timeZone)
   const events = new EventBus(db, report)
@@ -205,6 +208,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     database,
     secrets,
     sealedColumns: plugins.flatMap((plugin) => plugin.sealedColumns ?? []),
+    redisReachable: () => (redis ? redis.reachable : null),
     createdRootKey,
     daySecret,
     logger,
@@ -213,7 +217,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     async listen() {
       await metrics.listen(config.metrics)
       // Only a serving process watches; the CLI's kernel only writes the stamp.
-      await accessStamp?.watch(accessStampEveryMs(config.cache.keyTtlSeconds), () => {
+      await accessStamp.watch(accessStampEveryMs(config.cache.keyTtlSeconds), () => {
         keys.forgetAll()
         cache.clear()
       })
@@ -229,7 +233,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         idempotency.stop()
         usedSignatures?.stop()
         auditRetention.stop()
-        await accessStamp?.stop()
+        await accessStamp.stop()
         await callLog.close()
         await metrics.close()
         for (const plugin of plugins) await plugin.close?.()

@@ -65,15 +65,19 @@ export class RedisInvalidation {
     this.handlers.push(handler)
   }
 
-  /** Resolves once every subscribed process applied it (or the bound passed), at once when Redis is away; never rejects. */
-  publish(change: Invalidation): Promise<void> {
+  /**
+   * Resolves once every subscribed process applied it (or the bound passed), at once when
+   * Redis is away; never rejects. True when Redis took the message, false when it could not.
+   */
+  publish(change: Invalidation): Promise<boolean> {
     const id = `${this.origin}:${this.sequence++}`
-    const sent = new Promise<void>((resolve) => {
+    const sent = new Promise<boolean>((resolve) => {
       let timer: NodeJS.Timeout | undefined
+      let published = false
       const done = () => {
         clearTimeout(timer)
         this.waiting.delete(id)
-        resolve()
+        resolve(published)
       }
       // Registered before PUBLISH: an acknowledgement may arrive (on the subscriber's
       // socket) before PUBLISH's reply does (on the command socket).
@@ -81,6 +85,7 @@ export class RedisInvalidation {
       this.waiting.set(id, waiting)
       this.link.commands.publish(this.channel, JSON.stringify({ id, origin: this.origin, change })).then(
         (receivers) => {
+          published = true
           waiting.expected = receivers
           if (waiting.acks >= receivers) return done()
           timer = setTimeout(done, ackTimeoutMs)

@@ -77,6 +77,6 @@ async function remove(session: AdminSession, words: string[]) {
   })
   if (!removed) throw new UsageError(`no ACL entry ${id}`)
   kernel.services.keys.accessChanged()
-  console.error(`admin: ${serviceSeesIt(kernel.config)}`)
+  console.error(`admin: ${serviceSeesIt(kernel)}`)
   return removed
 }

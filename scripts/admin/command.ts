@@ -9,8 +9,11 @@ import { accessStampEveryMs } from '../../kernel/cluster/accessStamp.ts'
  * through Redis, else when it next reads the database's change stamp
  * (kernel/cluster/accessStamp.ts).
  */
-export function serviceSeesIt(config: Config): string {
-  return config.redisUrl ? 'a running service sees this at once (Redis)' : `a running service sees this within ${accessStampEveryMs(config.cache.keyTtlSeconds) / 1000} s`
+export function serviceSeesIt(kernel: Pick<Kernel, 'config' | 'redisReachable'>): string {
+  const reachable = kernel.redisReachable()
+  const within = `within ${accessStampEveryMs(kernel.config.cache.keyTtlSeconds) / 1000} s`
+  if (reachable === null) return `a running service sees this ${within}`
+  return reachable ? 'a running service sees this at once (Redis)' : `Redis is unreachable: a running service sees this ${within} (through the database)`
 }
 
 /** A mistake in the command line: printed with the usage hint, exit 2. */

@@ -84,7 +84,7 @@ export const key: AdminCommand = {
       if (outcome === 'missing') throw new UsageError(`no key ${id}`)
       if (outcome === 'changed') {
         kernel.services.keys.changed(id)
-        console.error(`admin: ${serviceSeesIt(kernel.config)}`)
+        console.error(`admin: ${serviceSeesIt(kernel)}`)
       } else {
         console.error(`admin: key ${id} is already ${words[0] === 'disable' ? 'disabled' : 'enabled'}; nothing changed`)
       }

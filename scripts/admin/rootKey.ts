@@ -25,7 +25,7 @@ export const rootKey: AdminCommand = {
       await recordChange(trx, now, { who: null, parent: Number(before.parent), custno: Number(before.custno), action: 'key.reset', keyId: Number(row.id) })
     })
     kernel.services.keys.changed(Number(row.id))
-    console.error(`admin: the old secret stops working; ${serviceSeesIt(kernel.config)}`)
+    console.error(`admin: the old secret stops working; ${serviceSeesIt(kernel)}`)
     return { Id: Number(row.id), Api_Key: row.api_key, Api_Secret: secret }
   },
 }
