@@ -3,6 +3,7 @@
  * `admin import` and nothing is lost: the same key signs a call there and reads its old
  * log record; the day code stays. `admin backup` copies SQLite while 16 clients call.
  */
+import { createConnection } from 'mysql2/promise'
 import t, { type Test } from 'tap'
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -63,6 +64,7 @@ t.test('export from SQLite, import into an empty database: the same key signs, r
     const lines = readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line))
     t.equal(lines[0].format, 'keygate-export')
     t.ok(lines[0].tables.includes('people'), "a plugin's tables come along")
+    t.notOk(lines[0].tables.includes('kernel_nodes'), 'not the registry of running processes')
     const keyLine = lines.find((line) => line.table === 'api_keys' && line.row.display_name === 'moved')
     t.match(keyLine.row.secret_enc, /^v1:/, 'secrets stay sealed')
     t.notOk(readFileSync(file, 'utf8').includes(source.admin.secret), 'no plaintext secret in the export')
@@ -85,6 +87,13 @@ t.test('export from SQLite, import into an empty database: the same key signs, r
     const cutOff = await runAdmin(['import'], env, { stdinFile: cut })
     t.equal(cutOff.code, 1)
     t.match(cutOff.stderr, /admin: the export ends early \(no end line\): it was cut off; nothing was imported/)
+    if (databaseUrl) {
+      // InnoDB keeps the ids a rolled-back insert took; the refused import gives them back.
+      const connection = await createConnection({ uri: databaseUrl })
+      const [status] = await connection.query("show table status like 'api_keys'")
+      await connection.end()
+      t.equal(Number((status as { Auto_increment: number }[])[0].Auto_increment), 1, 'the next key id is 1 again')
+    }
 
     const imported = await runAdmin(['import', '--json'], env, { stdinFile: file })
     t.equal(imported.code, 0, imported.stderr)

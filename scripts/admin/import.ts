@@ -2,7 +2,7 @@ import { createInterface } from 'node:readline'
 import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import type { Kysely } from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import { openDatabase } from '../../kernel/storage/database.ts'
 import { coreMigrations } from '../../kernel/storage/coreMigrations.ts'
 import { migrate } from '../../kernel/storage/migrator.ts'
@@ -129,6 +129,10 @@ export const importCommand: AdminCommand = {
           }
         }
         return { total, tables: Object.keys(counts).length }
+      }).catch(async (error: unknown) => {
+        // InnoDB keeps the ids a rolled-back insert took: a first start after a refused import would number its keys and groups from there.
+        if (dialect === 'mysql') for (const table of present) await sql`alter table ${sql.table(table)} auto_increment = 1`.execute(db).catch(() => undefined)
+        throw error
       })
       for (const file of staged) {
         const target = join(config.dataDir, ...file.split('/'))

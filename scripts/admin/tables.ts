@@ -4,9 +4,13 @@ import type { Dialect } from '../../kernel/storage/database.ts'
 /** The kernel's tables in an order that satisfies their references; plugin tables follow, by name. */
 const kernelOrder = ['kernel_settings', 'api_acl', 'api_groups', 'api_group_acl', 'api_keys', 'api_key_groups', 'api_log', 'api_log_body']
 
-/** Kysely's migration bookkeeping: each database keeps its own, made by migrating it. */
+/**
+ * Kysely's migration bookkeeping (each database keeps its own, made by migrating it) and
+ * the registry of running processes (`kernel_nodes`: who runs now, not data to move; an
+ * imported row would hold a node id in the new database for `nodes.expireMs`).
+ */
 function isBookkeeping(table: string): boolean {
-  return table.startsWith('migrations_') || table.startsWith('kysely_')
+  return table.startsWith('migrations_') || table.startsWith('kysely_') || table === 'kernel_nodes'
 }
 
 /**
