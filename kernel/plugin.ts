@@ -273,6 +273,14 @@ export interface KernelServices {
     subscribe(handler: EventHandler): void
     emit(trx: Kysely<any>, event: KernelEvent): Promise<void>
   }
+  /**
+   * The audit trail (issue 16): `record` one administrative change a call made, inside
+   * the change's own transaction (no change without its record, none without its change).
+   * `before`/`after` hold the changed fields as the API names them; never a secret.
+   */
+  readonly audit: {
+    record(trx: Kysely<any>, call: Call<any, any>, change: { action: string; before?: Record<string, unknown> | null; after?: Record<string, unknown> | null }): Promise<void>
+  }
   /** Seals a secret a plugin keeps (AES-256-GCM under the master key) and opens it; `context` binds it to its record. */
   readonly secrets: {
     seal(plaintext: string, context: string): string

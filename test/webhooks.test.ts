@@ -214,3 +214,25 @@ t.test('localhost is refused at create unless allowed, and at delivery when the 
     t.match(delivery, { Status: 'pending', LastStatus: null, LastError: /^The host localhost resolves to .*a private, loopback or link-local address/ })
     t.equal(receiver.attempts, 0, 'never sent')
   }))
+
+t.test('webhook create and edit leave one audit record each, never the secret', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, config: fastWebhooks })
+    const receiver = await startReceiver(t)
+    const created = await service.call('POST', '/Api/Create/Webhook', { body: { Url: receiver.url, Events: ['key.changed'] }, today: true })
+    t.equal(created.status, 200, created.text)
+    const newSecret = 'whsec_' + Buffer.alloc(32, 9).toString('base64')
+    const edited = await service.call('POST', '/Api/Edit/Webhook', { body: { Id: created.json.Id, Events: 'key.changed, key.rotated', Secret: newSecret }, today: true })
+    t.equal(edited.status, 200, edited.text)
+    const disabled = await service.call('POST', '/Api/Edit/Webhook', { body: { Id: created.json.Id, Disabled: 1 }, today: true })
+    t.equal((await service.call('POST', '/Api/Edit/Webhook', { body: { Id: created.json.Id, Url: 'ftp://x' }, today: true })).status, 400)
+    const audit = await service.call('POST', '/Api/Read/Audit', { body: {} })
+    t.equal(audit.status, 200, audit.text)
+    const [disabling, editing, creation] = audit.json.Records
+    t.equal(audit.json.Total, 3, 'a refused edit records nothing')
+    t.match(creation, { Who: service.admin.id, Action: 'webhook.create', KeyId: null, Before: null, After: { Id: created.json.Id, Url: receiver.url, Events: ['key.changed'], Disabled: 0 }, RequestId: Number(created.headers.get('x-requestid')) })
+    t.match(editing, { Action: 'webhook.edit', Before: { Id: created.json.Id, Events: ['key.changed'] }, After: { Id: created.json.Id, Events: ['key.changed', 'key.rotated'], SecretReplaced: 1 } })
+    t.match(disabling, { Action: 'webhook.disable', Before: { Disabled: 0 }, After: { Disabled: 1 }, RequestId: Number(disabled.headers.get('x-requestid')) })
+    const text = JSON.stringify(audit.json)
+    t.notOk(text.includes(created.json.Secret) || text.includes(newSecret), 'no secret in the trail')
+  }))

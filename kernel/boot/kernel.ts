@@ -24,6 +24,7 @@ import type { ClusterLink } from './cluster.ts'
 import { invalidation, keyPartition } from './invalidation.ts'
 import { buildPipelines } from '../http/pipelines.ts'
 import { AccessStamp, accessStampEveryMs } from '../cluster/accessStamp.ts'
+import { recordChange } from '../audit/auditTrail.ts'
 import { ReplayGuard } from '../auth/replayGuard.ts'
 import { DatabaseSignatures, limiterSignatures } from '../auth/usedSignatures.ts'
 import { SignatureMemory, signatureMemoryMax } from '../auth/signatureMemory.ts'
@@ -170,6 +171,12 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     history: mergedHistory(plugins),
     tenants,
     events: { subscribe: (handler) => events.subscribe(handler), emit: (trx, event) => events.emit(trx, event) },
+    audit: {
+      record: (trx, call, change) => recordChange(trx, clock(), {
+        who: call.caller.id, parent: call.caller.parent, custno: call.caller.custno, action: change.action,
+        before: change.before, after: change.after, requestId: call.requestId,
+      }),
+    },
     secrets: { seal: (plaintext, context) => secrets.seal(plaintext, context), open: (sealed, context) => secrets.open(sealed, context) },
     onClose: (stop) => void closers.push(stop),
     log: logger,

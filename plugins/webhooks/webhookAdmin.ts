@@ -90,6 +90,7 @@ export class WebhookAdmin {
       }).executeTakeFirstOrThrow()
       const webhookId = Number(inserted.insertId)
       await trx.updateTable('webhooks').set({ secret_enc: this.kernel.secrets.seal(secret, secretContext(webhookId)) }).where('id', '=', webhookId).execute()
+      await this.kernel.audit.record(trx, call, { action: 'webhook.create', after: { Id: webhookId, Url: url, Events: events, Disabled: 0 } })
       return webhookId
     }))
     return { Id: id, Url: url, Events: events, Secret: secret }
@@ -103,7 +104,7 @@ export class WebhookAdmin {
     const events = body.Events === undefined ? undefined : eventTypesOf(body.Events)
     const secret = body.Secret === undefined ? undefined : checkedWebhookSecret(body.Secret)
     await requireKeyAdministrator(this.kernel, caller)
-    const found = await this.inScope(scopeOf(caller)).select('id').where('id', '=', body.Id).executeTakeFirst()
+    const found = await this.inScope(scopeOf(caller)).selectAll().where('id', '=', body.Id).executeTakeFirst()
     if (!found) throw webhookNotFound()
     const url = body.Url === undefined ? undefined : await this.checkedUrl(body.Url)
     const changes: Updateable<WebhooksTable> = { updated: this.kernel.clock() }
@@ -111,8 +112,21 @@ export class WebhookAdmin {
     if (events !== undefined) changes.events = events.join(',')
     if (secret !== undefined) changes.secret_enc = this.kernel.secrets.seal(secret, secretContext(body.Id))
     if (body.Disabled !== undefined) changes.disabled = body.Disabled
+    // The audit record names what changed, as the API does; a new secret only as SecretReplaced, never its value.
+    const was = webhookAnswer(found)
+    const before: Record<string, unknown> = { Id: body.Id }
+    const after: Record<string, unknown> = { Id: body.Id }
+    const changed = (name: string, old: unknown, now: unknown) => {
+      before[name] = old
+      after[name] = now
+    }
+    if (url !== undefined && url !== was.Url) changed('Url', was.Url, url)
+    if (events !== undefined && events.join(',') !== was.Events.join(',')) changed('Events', was.Events, events)
+    if (body.Disabled !== undefined && body.Disabled !== was.Disabled) changed('Disabled', was.Disabled, body.Disabled)
+    if (secret !== undefined) after.SecretReplaced = 1
     await this.db.transaction().execute(async (trx) => {
       await trx.updateTable('webhooks').set(changes).where('id', '=', body.Id).execute()
+      await this.kernel.audit.record(trx, call, { action: body.Disabled === 1 && was.Disabled === 0 ? 'webhook.disable' : 'webhook.edit', before, after })
       // Disabling fails what is still pending: nothing queued before is sent later, to whatever Url the webhook has then.
       if (body.Disabled === 1) {
         await trx.updateTable('webhook_deliveries').set({ status: 'failed', last_error: disabledError, lease_owner: null, lease_until: null })
