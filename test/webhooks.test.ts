@@ -123,8 +123,8 @@ t.test('inputs, day code, authority, tenants', (t) =>
       [{ Url: 'http://[::1]:9/hook', Events: ['key.changed'] }, /private, loopback or link-local/],
       [{ Url: 'http://[::ffff:127.0.0.2]:9/hook', Events: ['key.changed'] }, /private, loopback or link-local/],
       [{ Url: 'http://169.254.169.254/latest', Events: ['key.changed'] }, /private, loopback or link-local/],
-      // Documentation ranges, and the forms that embed an IPv4 address: local-use NAT64, Teredo, IPv4-compatible.
-      ...['192.0.2.1', '198.51.100.7', '203.0.113.9', '[2001:db8::1]', '[64:ff9b:1::a00:1]', '[2001:0:4136:e378:8000:63bf:3fff:fdd2]', '[::a00:1]']
+      // The forms that embed an IPv4 address: local-use NAT64, Teredo, IPv4-compatible.
+      ...['[64:ff9b:1::a00:1]', '[2001:0:4136:e378:8000:63bf:3fff:fdd2]', '[::a00:1]']
         .map((host): [Record<string, unknown>, RegExp] => [{ Url: `http://${host}/hook`, Events: ['key.changed'] }, /private, loopback or link-local/]),
     ]
     for (const [body, message] of bad) {

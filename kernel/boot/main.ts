@@ -71,15 +71,26 @@ async function listening(kernel: Kernel): Promise<{ url: string }> {
   }
 }
 
+/**
+ * Stops on SIGTERM/SIGINT from the moment the kernel starts being made: a signal that
+ * comes while it starts (a primary stopping its workers) closes it once made, so its
+ * node id is released rather than held for `nodes.expireMs`.
+ */
+function stoppable(starting: Promise<Kernel>, logger: Logger, announce?: (signal: string) => void): void {
+  onStopSignal(logger, async (signal) => {
+    announce?.(signal)
+    const kernel = await starting.catch(() => null)
+    await kernel?.close()
+  })
+}
+
 async function single(config: Config, logger: Logger): Promise<void> {
-  const kernel = await createKernel({ config, logger })
+  const starting = createKernel({ config, logger })
+  stoppable(starting, logger, (signal) => logger.info({ signal }, `keygate: ${signal}, finishing in-flight calls and flushing the call log`))
+  const kernel = await starting
   const { url } = await listening(kernel)
   logger.info({ version: packageVersion, url, metrics: metricsAddress(config) }, describe(config, url))
   announceRootKey(config, kernel.createdRootKey)
-  onStopSignal(logger, async (signal) => {
-    logger.info({ signal }, `keygate: ${signal}, finishing in-flight calls and flushing the call log`)
-    await kernel.close()
-  })
 }
 
 async function primary(config: Config, logger: Logger): Promise<void> {
@@ -131,9 +142,9 @@ async function primary(config: Config, logger: Logger): Promise<void> {
 
 async function worker(config: Config, logger: Logger): Promise<void> {
   const index = Number(process.env.KEYGATE_WORKER_INDEX ?? 0)
-  const kernel = await createKernel({ config: { ...config, nodeId: config.nodeId === null ? null : config.nodeId + index }, cluster: workerLink(), logger: logger.child({ worker: index }) })
-  await listening(kernel)
-  onStopSignal(logger, () => kernel.close())
+  const starting = createKernel({ config: { ...config, nodeId: config.nodeId === null ? null : config.nodeId + index }, cluster: workerLink(), logger: logger.child({ worker: index }) })
+  stoppable(starting, logger)
+  await listening(await starting)
 }
 
 async function main(logger: Logger): Promise<void> {

@@ -10,7 +10,11 @@ import { parseAddressRange } from '../../kernel/sdk.ts'
  * that changes between the check and the connection (rebinding) cannot slip past.
  */
 
-/** Address ranges no delivery reaches unless allowed: private, shared, loopback, link-local, unique-local, unspecified, multicast, reserved. */
+/**
+ * Address ranges no delivery reaches unless allowed: private, shared, loopback, link-local,
+ * unique-local, unspecified, multicast, reserved. The documentation ranges (TEST-NET,
+ * 2001:db8::/32) stay open: nothing internal lives there, and examples use them.
+ */
 const closedRanges: [string, number, 'ipv4' | 'ipv6'][] = [
   ['0.0.0.0', 8, 'ipv4'],
   ['10.0.0.0', 8, 'ipv4'],
@@ -20,10 +24,7 @@ const closedRanges: [string, number, 'ipv4' | 'ipv6'][] = [
   ['172.16.0.0', 12, 'ipv4'],
   ['192.0.0.0', 24, 'ipv4'],
   ['192.168.0.0', 16, 'ipv4'],
-  ['192.0.2.0', 24, 'ipv4'],
   ['198.18.0.0', 15, 'ipv4'],
-  ['198.51.100.0', 24, 'ipv4'],
-  ['203.0.113.0', 24, 'ipv4'],
   ['224.0.0.0', 4, 'ipv4'],
   ['240.0.0.0', 4, 'ipv4'],
   ['::', 128, 'ipv6'],
@@ -31,8 +32,6 @@ const closedRanges: [string, number, 'ipv4' | 'ipv6'][] = [
   ['fe80::', 10, 'ipv6'],
   ['fc00::', 7, 'ipv6'],
   ['ff00::', 8, 'ipv6'],
-  // Documentation (RFC 3849).
-  ['2001:db8::', 32, 'ipv6'],
   // NAT64 (well-known and local-use), Teredo, 6to4 and IPv4-compatible forms embed IPv4 addresses a gateway would reach for us.
   ['64:ff9b::', 96, 'ipv6'],
   ['64:ff9b:1::', 48, 'ipv6'],
