@@ -1,6 +1,7 @@
 /**
  * SIGTERM of the real process (`node --import tsx kernel/boot/main.ts`) under load: it exits
- * 0 and every call that got an answer has its row in api_log.
+ * 0 and every call that got an answer has its row in api_log. A call answered while the
+ * service drains closes its connection (Connection: close) instead of holding the stop.
  */
 import t from 'tap'
 import { spawn } from 'node:child_process'
@@ -9,7 +10,10 @@ import { tmpdir } from 'node:os'
 import { join, resolve, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import SQLite from 'better-sqlite3'
+import { connect } from 'node:net'
 import { freePort } from './helpers/freePort.ts'
+import { startService } from './helpers/service.ts'
+import { signedHeaders } from '../kernel/auth/signature.ts'
 import { callLoad } from './helpers/callLoad.ts'
 
 const repository = resolve(dirname(fileURLToPath(import.meta.url)), '..')
@@ -57,4 +61,32 @@ t.test('SIGTERM under load: exit 0, no answered call without its record', async 
   const missing = answeredIds.filter((id) => !stored.has(id))
   t.ok(answeredIds.length >= 100, `${answeredIds.length} calls answered`)
   t.same(missing, [], 'every answered call has its log row')
+})
+
+t.test('a call answered while the service drains gets Connection: close and its connection ends at once', async (t) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const body = '{}'
+  const headers = signedHeaders(service.admin, 'POST', '/Api/Read/Acl', body)
+  const socket = connect(service.port, '127.0.0.1')
+  let text = ''
+  let answeredAt = 0
+  socket.setEncoding('utf8')
+  socket.on('data', (chunk) => {
+    answeredAt ||= Date.now()
+    text += chunk
+  })
+  const ended = new Promise<number>((done) => socket.once('close', () => done(Date.now())))
+  await new Promise<void>((done) => socket.once('connect', () => done()))
+  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}`)
+  // The headers now, the body after the drain began: the call is in flight when close() starts.
+  socket.write(['POST /v1.0/Api/Read/Acl HTTP/1.1', 'Host: 127.0.0.1', 'Content-Type: application/json', `Content-Length: ${body.length}`, ...lines, '', ''].join('\r\n'))
+  await new Promise((done) => setTimeout(done, 200))
+  const closing = service.kernel.close()
+  await new Promise((done) => setTimeout(done, 100))
+  socket.write(body)
+  const closedAt = await ended
+  t.match(text, /^HTTP\/1\.1 200 /, 'answered')
+  t.match(text, /\r\nconnection: close\r\n/i, 'with Connection: close')
+  t.ok(closedAt - answeredAt < 1000, 'the connection ended with the answer, not after the keep-alive time')
+  await closing
 })

@@ -46,6 +46,9 @@ export function createServer(options: HttpServerOptions): HttpServer {
   // so no handler runs on against a closed log queue or database.
   let inFlight = 0
   let allSettled: (() => void) | null = null
+  // Set by close(): an answer given while draining closes its connection (Connection: close), so the
+  // process need not wait for that client's keep-alive to end.
+  let draining = false
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     // HTTP/1.1 requires Host (RFC 9112 3.2); node:http's own refusal had no body.
@@ -61,6 +64,7 @@ export function createServer(options: HttpServerOptions): HttpServer {
     inFlight++
     try {
       await (mounted === null ? unrouted : pipelineFor(request)).run(exchange)
+      if (draining) response.shouldKeepAlive = false
       send(response, exchange.answer!)
     } finally {
       if (--inFlight === 0 && allSettled) allSettled()
@@ -107,6 +111,7 @@ export function createServer(options: HttpServerOptions): HttpServer {
     },
     async close() {
       // Stop accepting; idle keep-alive sockets close now, busy ones after their answer.
+      draining = true
       await new Promise<void>((resolve) => {
         if (!server.listening) return resolve()
         server.close(() => resolve())
