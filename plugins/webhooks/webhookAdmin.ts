@@ -77,10 +77,10 @@ export class WebhookAdmin {
 
   async create(call: Call<CreateWebhookBody>) {
     const { body, caller } = call
-    // Everything that depends only on the body first; then who may; then the network.
+    // Who may first (a key that may not manage webhooks learns nothing from its body's checks); then the body; then the network.
+    await requireKeyAdministrator(this.kernel, caller)
     const events = eventTypesOf(body.Events)
     const secret = body.Secret === undefined ? newWebhookSecret() : checkedWebhookSecret(body.Secret)
-    await requireKeyAdministrator(this.kernel, caller)
     const url = await this.checkedUrl(body.Url)
     const now = this.kernel.clock()
     const id = await retryOnDeadlock(() => this.db.transaction().execute(async (trx) => {
@@ -98,12 +98,12 @@ export class WebhookAdmin {
 
   async edit(call: Call<EditWebhookBody>) {
     const { body, caller } = call
+    await requireKeyAdministrator(this.kernel, caller)
     if (body.Url === undefined && body.Events === undefined && body.Secret === undefined && body.Disabled === undefined) {
       throw badRequest('Nothing to change: give Url, Events, Secret or Disabled.')
     }
     const events = body.Events === undefined ? undefined : eventTypesOf(body.Events)
     const secret = body.Secret === undefined ? undefined : checkedWebhookSecret(body.Secret)
-    await requireKeyAdministrator(this.kernel, caller)
     const found = await this.inScope(scopeOf(caller)).selectAll().where('id', '=', body.Id).executeTakeFirst()
     if (!found) throw webhookNotFound()
     const url = body.Url === undefined ? undefined : await this.checkedUrl(body.Url)
