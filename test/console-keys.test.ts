@@ -7,6 +7,7 @@
 import t from 'tap'
 import { startService } from './helpers/service.ts'
 import { answerDayCode, consoleUrl, screenshot, signIn, withBrowser } from './helpers/browser.ts'
+import { groupNamed, insertKey } from './helpers/keys.ts'
 
 t.test('create, use, disable and rotate a key in the console', (t) => withBrowser(t, async (browser) => {
   const service = await startService(t, { kind: 'sqlite' })
@@ -76,4 +77,39 @@ t.test('create, use, disable and rotate a key in the console', (t) => withBrowse
   await page.goto(consoleUrl(service, 'keys'))
   await page.getByRole('heading', { name: 'Sign in to keygate' }).waitFor()
   t.equal(await page.evaluate(() => sessionStorage.length), 0, 'nothing left in session storage')
+}))
+
+t.test('edit sends only what changed; a key bound to SHA-512 signs in; a key without the operation list is told why', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const aclReader = await groupNamed(service, 'Access list reader')
+  const made = await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: 'Level three', GroupId: [aclReader], Require_Https: 0, LogLevel: 3 } })
+  t.equal(made.status, 200, made.text)
+  const page = await browser.newPage()
+  await signIn(page, service)
+  await page.getByRole('button', { name: 'Edit Level three' }).click()
+  const form = page.getByRole('form', { name: /Edit key/ })
+  await form.getByLabel('Email (optional)').fill('ops@example.com')
+  await form.getByRole('button', { name: 'Save' }).click()
+  await answerDayCode(page, service)
+  await page.getByText('Key saved.').waitFor()
+  const listed = ((await service.call('GET', '/Api/Read/Keys')).json as { Id: number; LogLevel: number; Email: string }[]).find((key) => key.Id === made.json.Id)!
+  t.match(listed, { LogLevel: 3, Email: 'ops@example.com' }, 'a LogLevel the form does not offer is kept')
+  const audit = (await service.call('POST', '/Api/Read/Audit', { body: { KeyId: made.json.Id } })).json.Records[0]
+  t.same(audit.After, { Email: 'ops@example.com' }, 'the audit trail holds only the change made')
+
+  // Require_Hash 5 (D4): the console finds that the key signs with SHA-512.
+  const bound = await insertKey(service, { require_hash: 5 }, [aclReader, await groupNamed(service, 'Operation list reader')])
+  const second = await browser.newPage()
+  await signIn(second, service, bound)
+  t.equal(await second.evaluate(() => JSON.parse(sessionStorage.getItem('keygate.credentials') ?? '{}').hash), 'SHA-512', 'signed in with SHA-512')
+
+  // No "Operation list reader": the console cannot build its menu, and says what the key lacks.
+  const limited = await insertKey(service, {}, [aclReader])
+  const third = await browser.newPage()
+  await third.goto(consoleUrl(service))
+  await third.getByLabel('Api_Key').fill(limited.apiKey)
+  await third.getByLabel('Api_Secret').fill(limited.secret)
+  await third.getByRole('button', { name: 'Sign in' }).click()
+  await third.getByText(/needs a key whose groups include "Operation list reader"/).waitFor()
+  t.pass('a key without the operation list is told what it lacks')
 }))

@@ -10,9 +10,12 @@ import { consoleUrl, screenshot, signIn, withBrowser } from './helpers/browser.t
 const badRows = new Set([17, 1000, 1999])
 
 function csvFile(): string {
-  const lines = ['Source_Id,FirstName,LastName,Dept']
+  const lines = ['Source_Id,FirstName,LastName,Dept,HireDate']
+  // Five years ago today (UTC, the tenant's zone here): the first row's work anniversary is today.
+  const now = new Date()
+  const hired = `${now.getUTCFullYear() - 5}-${String(now.getUTCMonth() + 1).padStart(2, '0')}-${String(now.getUTCDate()).padStart(2, '0')}`
   // Rows without LastName are refused by the import (Source_Id and LastName are required).
-  for (let row = 1; row <= 2000; row++) lines.push(`E${row},First${row},${badRows.has(row) ? '' : `Last${row}`},Dept ${row % 7}`)
+  for (let row = 1; row <= 2000; row++) lines.push(`E${row},First${row},${badRows.has(row) ? '' : `Last${row}`},Dept ${row % 7},${row === 1 ? hired : ''}`)
   return `${lines.join('\n')}\n`
 }
 
@@ -22,6 +25,8 @@ t.test('a CSV import shows its progress and reports the bad rows', (t) => withBr
   await signIn(page, service)
   await page.goto(consoleUrl(service, 'people'))
   await page.getByRole('heading', { name: 'People', level: 1 }).waitFor()
+  const today = page.getByRole('region', { name: 'Today' })
+  await today.getByText('No birthdays or anniversaries today.').waitFor()
 
   await page.getByLabel('CSV file').setInputFiles({ name: 'people.csv', mimeType: 'text/csv', buffer: Buffer.from(csvFile()) })
   await page.getByRole('button', { name: 'Import' }).click()
@@ -42,6 +47,8 @@ t.test('a CSV import shows its progress and reports the bad rows', (t) => withBr
   const listed = await service.call('POST', '/people/read/list', { body: {} })
   t.equal(listed.json.Total, 1997, 'the good rows are stored')
   await page.getByText('1997 people, page 1 of 40').waitFor()
+  await today.getByText('First1 Last1: 5 years with us').waitFor()
+  t.pass('Today follows the import without a reload')
 
   // A missing photo, uploaded from the page.
   const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64')

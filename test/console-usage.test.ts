@@ -1,10 +1,11 @@
 /**
  * The console's Usage page in a real browser (issue 18): the calls just made with a key
- * appear in its chart and table, per status, with its rate-limit window as a gauge.
+ * appear in its chart and table, per status, with its rate-limit window as a gauge; credits
+ * that refill are a gauge too; the chart follows a window narrowed to a phone's width.
  */
 import t from 'tap'
 import { startService } from './helpers/service.ts'
-import { consoleUrl, screenshot, signIn, withBrowser } from './helpers/browser.ts'
+import { consoleUrl, screenshot, seriousViolations, signIn, withBrowser } from './helpers/browser.ts'
 
 t.test('the usage chart shows the calls just made', (t) => withBrowser(t, async (browser) => {
   const service = await startService(t, { kind: 'sqlite' })
@@ -32,4 +33,27 @@ t.test('the usage chart shows the calls just made', (t) => withBrowser(t, async 
   await page.getByLabel('Period').selectOption('30d')
   await page.getByText(/Calls per day and status/).waitFor()
   t.pass('the 30-day view')
+}))
+
+t.test('credits that refill are a gauge; the chart follows the window to a phone width', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const groups = (await service.call('GET', '/Api/Read/Groups')).json as { Id: number }[]
+  const created = await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: 'Metered key', GroupId: groups.map((group) => group.Id), Require_Https: 0, Credits: 10, Refill: { Amount: 10, Every: '1Day' } } })
+  t.equal(created.status, 200, created.text)
+  const key = { apiKey: created.json.Api_Key, secret: created.json.Api_Secret }
+  for (let i = 0; i < 3; i++) await service.call('GET', '/Api/Read/Acl', { key })
+
+  const page = await browser.newPage()
+  await page.setViewportSize({ width: 1280, height: 900 })
+  await signIn(page, service)
+  await page.goto(consoleUrl(service, 'usage'))
+  await page.getByLabel('Whose calls').selectOption({ label: 'Metered key' })
+  await page.getByTestId('usage-total').filter({ hasText: /^3$/ }).waitFor()
+  await page.getByLabel(/Credits: 3 of 10 used/).waitFor()
+  t.pass('credits as a gauge of the refill amount')
+
+  await page.setViewportSize({ width: 375, height: 800 })
+  await page.waitForFunction(() => (document.querySelector('.chart canvas') as HTMLCanvasElement | null)?.getBoundingClientRect().width! <= 375)
+  t.same(await seriousViolations(page), [], 'axe: nothing serious after the window narrowed')
+  t.equal(await page.evaluate(() => document.documentElement.scrollWidth <= innerWidth), true, 'nothing scrolls sideways')
 }))

@@ -3,7 +3,7 @@ import { Api, ApiError, loadBasePath } from './api.ts'
 import { errorText } from './components.tsx'
 import { DayCodeDialog, type DayCodeRequest } from './dayCodeDialog.tsx'
 import { forgetSession, storeCredentials, storedCredentials } from './session.ts'
-import type { Credentials } from './signing.ts'
+import { signingHashes, type Credentials } from './signing.ts'
 import { SignIn } from './signIn.tsx'
 import { pages, type PageId } from './pages.ts'
 
@@ -30,13 +30,28 @@ export function App() {
     setBusy(true)
     setSignInError(null)
     try {
-      const candidate = new Api(await loadBasePath(), credentials, askDayCode)
-      await candidate.loadOperations()
-      storeCredentials(credentials)
-      setApi(candidate)
+      const basePath = await loadBasePath()
+      // A key bound to another HMAC method (Require_Hash, D4) fails SHA-256 with "does not match": the others are tried once each.
+      const methods = credentials.hash ? [credentials.hash] : signingHashes
+      for (const [index, hash] of methods.entries()) {
+        const candidate = new Api(basePath, { ...credentials, hash }, askDayCode)
+        try {
+          await candidate.loadOperations()
+        } catch (error) {
+          if (error instanceof ApiError && error.status === 401 && /does not match/.test(error.message) && index < methods.length - 1) continue
+          throw error
+        }
+        storeCredentials({ ...credentials, hash })
+        setApi(candidate)
+        return
+      }
     } catch (error) {
       if (remembered) forgetSession()
-      setSignInError(error instanceof ApiError && error.status === 401 ? `${error.message} Check the key and secret.` : errorText(error))
+      setSignInError(error instanceof ApiError && error.status === 401 ? `${error.message} Check the key and secret.`
+        // The menu is built from the operation list: a key that may not read it cannot use the console.
+        : error instanceof ApiError && error.status === 403 && /\/Api\/Read\/List/i.test(error.message)
+          ? `${error.message} The console needs a key whose groups include "Operation list reader" (GET /Api/Read/List); this key still works with npm run call.`
+          : errorText(error))
     } finally {
       setBusy(false)
     }

@@ -25,7 +25,7 @@ type SortKey = 'name' | 'created' | 'status'
 interface KeyForm { Display_Name: string; Email: string; MaxHits: string; GroupIds: number[]; Require_Https: boolean; DayPass: boolean; LogLevel: number }
 const emptyForm: KeyForm = { Display_Name: '', Email: '', MaxHits: '', GroupIds: [], Require_Https: true, DayPass: false, LogLevel: 0 }
 
-/** The create/edit body: only what the form holds (edit sends every field, all of them optional there). */
+/** The create body: what the form holds (an edit sends only what changed: changedBody). */
 function keyBody(form: KeyForm) {
   return {
     Display_Name: form.Display_Name.trim(),
@@ -36,6 +36,22 @@ function keyBody(form: KeyForm) {
     DayPass: form.DayPass ? 1 : 0,
     LogLevel: form.LogLevel,
   }
+}
+
+/**
+ * An edit's body: only the fields the form changed (interface 4.2: the rest may be
+ * omitted), so a value the form does not offer (a LogLevel above 2) stays as it is and the
+ * audit trail records only what the user changed.
+ */
+function changedBody(original: KeyForm, form: KeyForm): Record<string, unknown> {
+  const before: Record<string, unknown> = keyBody(original)
+  return Object.fromEntries(Object.entries(keyBody(form)).filter(([name, value]) => JSON.stringify(value) !== JSON.stringify(before[name])))
+}
+
+/** What a rotation's answer says of the old secret: an overlap of none ends it at the rotation itself. */
+function oldSecretNote(ends: string | undefined): string | undefined {
+  if (!ends) return undefined
+  return Date.parse(ends) > Date.now() ? `The old secret keeps working until ${ends}.` : 'The old secret no longer works.'
 }
 
 function KeyFields({ form, groups, onChange, idPrefix }: { form: KeyForm; groups: Group[]; onChange: (form: KeyForm) => void; idPrefix: string }) {
@@ -56,6 +72,7 @@ function KeyFields({ form, groups, onChange, idPrefix }: { form: KeyForm; groups
           <option value="0">0 minimal</option>
           <option value="1">1 medium</option>
           <option value="2">2 full details</option>
+          {form.LogLevel > 2 && <option value={String(form.LogLevel)}>{form.LogLevel} full details</option>}
         </select>
       </Field>
       <fieldset>
@@ -70,7 +87,7 @@ function KeyFields({ form, groups, onChange, idPrefix }: { form: KeyForm; groups
       </fieldset>
       <label class="check">
         <input type="checkbox" name="Require_Https" checked={form.Require_Https} onChange={(event) => onChange({ ...form, Require_Https: event.currentTarget.checked })} />
-        <span>Require HTTPS (calls over plain HTTP are refused)</span>
+        <span>Require HTTPS (calls over plain HTTP are refused){location.protocol === 'http:' && <small> This service is reached over plain HTTP here: untick it for a key to be called at this address.</small>}</span>
       </label>
       <label class="check">
         <input type="checkbox" name="DayPass" checked={form.DayPass} onChange={(event) => onChange({ ...form, DayPass: event.currentTarget.checked })} />
@@ -81,7 +98,7 @@ function KeyFields({ form, groups, onChange, idPrefix }: { form: KeyForm; groups
 }
 
 function formOf(key: KeyListing): KeyForm {
-  return { Display_Name: key.Display_Name, Email: key.Email ?? '', MaxHits: key.MaxHits, GroupIds: key.Groups.map((group) => group.Id), Require_Https: key.Require_Https === 1, DayPass: key.DayPass === 1, LogLevel: Math.min(2, key.LogLevel) }
+  return { Display_Name: key.Display_Name, Email: key.Email ?? '', MaxHits: key.MaxHits, GroupIds: key.Groups.map((group) => group.Id), Require_Https: key.Require_Https === 1, DayPass: key.DayPass === 1, LogLevel: key.LogLevel }
 }
 
 const overlaps = [[0, 'none (the old secret stops at once)'], [300, '5 minutes'], [3600, '1 hour'], [86_400, '1 day'], [604_800, '7 days']] as const
@@ -94,7 +111,7 @@ export function KeysPage({ api }: { api: Api }) {
   const [sort, setSort] = useState<SortKey>('name')
   const [creating, setCreating] = useState(false)
   const [form, setForm] = useState<KeyForm>(emptyForm)
-  const [editing, setEditing] = useState<{ id: number; form: KeyForm } | null>(null)
+  const [editing, setEditing] = useState<{ id: number; original: KeyForm; form: KeyForm } | null>(null)
   const [rotating, setRotating] = useState<{ id: number; overlap: number } | null>(null)
   const [issued, setIssued] = useState<{ title: string; key: IssuedKey } | null>(null)
   const [status, setStatus] = useState('')
@@ -125,9 +142,10 @@ export function KeysPage({ api }: { api: Api }) {
     event.preventDefault()
     if (!editing) return
     void action.run(async () => {
-      await api.call('POST', '/Api/Edit/Key', { KeyId: editing.id, ...keyBody(editing.form) })
+      const changes = changedBody(editing.original, editing.form)
+      if (Object.keys(changes).length > 0) await api.call('POST', '/Api/Edit/Key', { KeyId: editing.id, ...changes })
       setEditing(null)
-      setStatus('Key saved.')
+      setStatus(Object.keys(changes).length > 0 ? 'Key saved.' : 'Nothing changed.')
       keys.reload()
     })
   }
@@ -157,7 +175,7 @@ export function KeysPage({ api }: { api: Api }) {
       <p>The keys your key created. A key works until it is disabled; its secret is shown once, when it is made or rotated.</p>
       {issued && (
         <SecretOnce title={issued.title} apiKey={issued.key.Api_Key} secret={issued.key.Api_Secret}
-          note={issued.key.OldSecretEnds ? `The old secret keeps working until ${issued.key.OldSecretEnds}.` : undefined}
+          note={oldSecretNote(issued.key.OldSecretEnds)}
           onDone={() => setIssued(null)} />
       )}
       <ErrorText error={action.error ?? keys.error ?? groups.error} />
@@ -198,7 +216,7 @@ export function KeysPage({ api }: { api: Api }) {
                 <td>{key.Active ? 'Active' : `Disabled${key.EndDate ? ` since ${key.EndDate}` : ''}`}</td>
                 <td>{key.MaxHits || 'none'}</td>
                 <td class="row-actions">
-                  {mayEdit && <button type="button" class="secondary" aria-label={`Edit ${key.Display_Name}`} onClick={() => setEditing({ id: key.Id, form: formOf(key) })}>Edit</button>}
+                  {mayEdit && <button type="button" class="secondary" aria-label={`Edit ${key.Display_Name}`} onClick={() => setEditing({ id: key.Id, original: formOf(key), form: formOf(key) })}>Edit</button>}
                   {mayEdit && (key.Active
                     ? <button type="button" class="danger" aria-label={`Disable ${key.Display_Name}`} disabled={action.busy} onClick={() => void setActive(key, false)}>Disable</button>
                     : <button type="button" class="secondary" aria-label={`Enable ${key.Display_Name}`} disabled={action.busy} onClick={() => void setActive(key, true)}>Enable</button>)}

@@ -44,7 +44,7 @@ function MissingPhotos({ api }: { api: Api }) {
               <span>{name(person)} {person.Dept ? <small>({person.Dept})</small> : null}</span>
               <label class="file-button">
                 <span>Upload photo of {name(person)}</span>
-                <input type="file" accept="image/png,image/jpeg,image/gif,image/webp" onChange={(event) => void send(person, event.currentTarget.files?.[0])} />
+                <input type="file" accept="image/png,image/jpeg,image/webp" onChange={(event) => void send(person, event.currentTarget.files?.[0])} />
               </label>
             </li>
           ))}
@@ -186,7 +186,7 @@ export function PeoplePage({ api }: { api: Api }) {
       {api.may('GET', '/People/Read/Missing') && <MissingPhotos key={round} api={api} />}
       <PeopleList api={api} round={round} />
       {api.may('POST', '/people/update/importmass') && <CsvImport api={api} onDone={() => setRound(round + 1)} />}
-      {api.may('GET', '/People/Read/Today') && <Today api={api} />}
+      {api.may('GET', '/People/Read/Today') && <Today key={round} api={api} />}
     </>
   )
 }

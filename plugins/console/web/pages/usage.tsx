@@ -35,21 +35,34 @@ function series(usage: UsageAnswer): { times: number[]; classes: [string, number
   return { times, classes: [...byClass.entries()].sort(([a], [b]) => a.localeCompare(b)) }
 }
 
+/** Credits have a gauge when they refill (Limit: the refill's Amount) and do not stand above it (a top-up); else they are a count. */
+function creditsGauge(window: { Limit: number | null; Remain: number }): number | null {
+  return window.Limit !== null && window.Limit > 0 && window.Remain <= window.Limit ? window.Limit : null
+}
+
 function Chart({ usage }: { usage: UsageAnswer }) {
   const holder = useRef<HTMLDivElement>(null)
   useEffect(() => {
     const element = holder.current
     if (!element) return
     const { times, classes } = series(usage)
-    const width = Math.max(280, Math.min(900, element.clientWidth || 600))
+    const widthNow = () => Math.max(280, Math.min(900, element.clientWidth || 600))
     const plot = new uPlot({
-      width,
+      width: widthNow(),
       height: 260,
       scales: { x: { time: true } },
       axes: [{ stroke: '#24292f' }, { stroke: '#24292f', label: 'calls' }],
       series: [{}, ...classes.map(([name], index) => ({ label: name, stroke: statusColours[name] ?? '#24292f', width: 2, dash: index % 2 ? [6, 3] : undefined, points: { show: true } }))],
     }, [times, ...classes.map(([, values]) => values)], element)
-    return () => plot.destroy()
+    // The chart follows its box (a window narrowed to a phone's width): never wider than the page, so nothing scrolls sideways.
+    const resized = new ResizeObserver(() => {
+      if (plot.width !== widthNow()) plot.setSize({ width: widthNow(), height: 260 })
+    })
+    resized.observe(element)
+    return () => {
+      resized.disconnect()
+      plot.destroy()
+    }
   }, [usage])
   return <div ref={holder} class="chart" role="img" aria-label={`Calls per ${usage.Step === '1Day' ? 'day' : 'hour'} by status, ${usage.Total} in all`} />
 }
@@ -108,7 +121,7 @@ export function UsagePage({ api }: { api: Api }) {
             {data.Windows.length === 0 && <p>No rate limit, tenant quota or credits apply.</p>}
             {data.Windows.map((window) => (
               <Gauge key={window.Window} label={window.Window === 'Credits' ? 'Credits' : `Window ${window.Window}`}
-                limit={window.Window === 'Credits' ? null : window.Limit} remain={window.Remain}
+                limit={window.Window === 'Credits' ? creditsGauge(window) : window.Limit} remain={window.Remain}
                 detail={window.TimeLeft ? `resets in ${window.TimeLeft}` : ''} />
             ))}
           </section>
