@@ -220,6 +220,12 @@ export type PluginDatabase = Kysely<{}>
 /** What the kernel lends its plugins. */
 export interface KernelServices {
   readonly config: Config
+  /**
+   * The names of the plugins config `plugins` enables, in its order (an entry may be a
+   * folder or a package; this is the plugin's own name). The console, which `console.enabled`
+   * adds, and plugins given to the kernel directly are not listed.
+   */
+  readonly plugins: readonly string[]
   readonly dialect: Dialect
   readonly db: PluginDatabase
   readonly clock: () => number

@@ -38,7 +38,7 @@ export function accountRoutes(kernel: KernelServices): Route[] {
       async handler(call) {
         const scope = { parent: call.caller.parent, custno: call.caller.custno }
         const [entitlement, usage] = await Promise.all([kernel.tenants.entitlement(scope), kernel.tenants.usage(scope)])
-        return licenseAnswer(call.caller, kernel.config.plugins, entitlement, usage)
+        return licenseAnswer(call.caller, kernel.plugins, entitlement, usage)
       },
     }),
     defineRoute<Record<string, never>>({
