@@ -82,6 +82,9 @@ if (values.body !== undefined) {
 // A service listening on every address is reached on this host's loopback.
 const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
 const base = values.base ?? `${config.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${config.port}${config.basePath}`
+/** Answers printed as text with their status and headers; anything else is written as bytes. */
+const textual = /^(text\/|application\/(json|xml|rss\+xml|javascript)|image\/svg\+xml)/i
+
 const headers: Record<string, string> = key === null ? {} : signedHeaders(key, method, path, values.body, { today: values.today })
 if (values.body !== undefined) headers['content-type'] = 'application/json'
 for (const line of values.header ?? []) {
@@ -101,11 +104,20 @@ try {
     console.log(values['request-id'] ? response.headers.get('x-requestid') ?? '' : values.field!.split(',').map((name) => fieldOf(text, name)).join(' '))
     process.exit(0)
   }
-  console.log(`HTTP ${response.status} ${response.statusText}`)
-  for (const [name, value] of response.headers) console.log(`${name}: ${value}`)
-  console.log('')
-  console.log(await response.text())
-  process.exitCode = response.ok ? 0 : 1
+  const type = response.headers.get('content-type') ?? ''
+  if (type !== '' && !textual.test(type)) {
+    // An image (GET /People/Read/Photo): the bytes as they came on stdout (`> photo.jpg`), the status and headers on stderr.
+    console.error(`HTTP ${response.status} ${response.statusText}`)
+    for (const [name, value] of response.headers) console.error(`${name}: ${value}`)
+    process.stdout.write(Buffer.from(await response.arrayBuffer()))
+    process.exitCode = response.ok ? 0 : 1
+  } else {
+    console.log(`HTTP ${response.status} ${response.statusText}`)
+    for (const [name, value] of response.headers) console.log(`${name}: ${value}`)
+    console.log('')
+    console.log(await response.text())
+    process.exitCode = response.ok ? 0 : 1
+  }
 } catch (error) {
   fail(`cannot reach ${base}: ${(error as Error & { cause?: Error }).cause?.message ?? (error as Error).message}`)
 }

@@ -2,6 +2,7 @@
  * Issue 14.7: `npm run call` finds the service the way the service configures itself
  * (PORT, DATA_DIR, BASE_PATH, CONFIG_FILE), ends quietly when its reader goes away
  * (`| head`), and refuses an empty KEYGATE_API_KEY/SECRET instead of using the root key.
+ * An image answer is written byte for byte to stdout, its status and headers to stderr.
  */
 import t from 'tap'
 import { spawn } from 'node:child_process'
@@ -17,15 +18,18 @@ function call(args: string[], env: Record<string, string | undefined>) {
 }
 
 /** A child process, awaited (never spawnSync: the service under test runs in this process). */
-function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number | null; stdout: string; stderr: string }> {
+function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number | null; stdout: string; stderr: string; bytes: Buffer }> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
+    const chunks: Buffer[] = []
     let stderr = ''
-    child.stdout.on('data', (chunk) => (stdout += chunk))
+    child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk))
     child.stderr.on('data', (chunk) => (stderr += chunk))
     child.on('error', reject)
-    child.on('close', (status) => resolve({ status, stdout, stderr }))
+    child.on('close', (status) => {
+      const bytes = Buffer.concat(chunks)
+      resolve({ status, stdout: bytes.toString('utf8'), stderr, bytes })
+    })
   })
 }
 
@@ -77,4 +81,17 @@ t.test('an empty KEYGATE_API_KEY or KEYGATE_API_SECRET is an error, never the ro
   const both = await call(['GET', '/Api/Read/Acl?format=json'], { ...env, KEYGATE_API_KEY: service.admin.apiKey, KEYGATE_API_SECRET: service.admin.secret })
   t.equal(both.status, 0, both.stderr)
   t.match(both.stdout, /^HTTP 200 OK\n/)
+})
+
+t.test('an image answer is written byte for byte (> photo.png), its status and headers on stderr', async (t) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const person = (await service.call('POST', '/People/Update/OneChange', { body: { Source_Id: 'P1', FirstName: 'Pat', LastName: 'Doe' } })).json
+  // A PNG with every byte value after its header: a text decoding would change it.
+  const image = Buffer.concat([Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64'), Buffer.from(Array.from({ length: 256 }, (_, index) => index))])
+  const stored = await service.call('POST', '/People/Update/OnePhoto', { body: { Id: person.Id, Image: image.toString('base64') } })
+  t.equal(stored.status, 200, stored.text)
+  const fetched = await call(['GET', `/People/Read/Photo?Id=${person.Id}`], { PORT: String(service.port), DATA_DIR: service.config.dataDir })
+  t.equal(fetched.status, 0, fetched.stderr)
+  t.ok(fetched.bytes.equals(image), 'the stored bytes, unchanged')
+  t.match(fetched.stderr, /^HTTP 200 OK\n(.*\n)*content-type: image\/png\n/)
 })
