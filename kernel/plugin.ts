@@ -106,6 +106,12 @@ export interface Route<Body = any, Query = any> {
   method: 'GET' | 'POST'
   /** The canonical path after the base path, e.g. `/Api/Read/Acl`. ACLs match this. */
   path: string
+  /**
+   * The operation's name in /Api/Read/List and the OpenAPI document, for a route its
+   * default groups cover only with a wildcard entry (`/People/Read/*`); an entry naming
+   * exactly this path names it instead.
+   */
+  summary?: string
   /** The day code (x-apitoday) is required on this route for every key (D5). */
   dayCode?: boolean
   /**

@@ -45,6 +45,11 @@ t.test('the OpenAPI document: valid 3.1, every route, the signature as security 
     t.ok(missing.parameters.some((parameter: { name: string; in: string }) => parameter.name === 'page' && parameter.in === 'query'), 'query schema properties become parameters')
     t.same(Object.keys(missing.responses['200'].content), ['application/json', 'application/xml', 'text/csv'])
     t.same(Object.keys(document.paths['/Api/Read/Changes/Rss'].get.responses['200'].content), ['application/rss+xml'])
+    t.same(Object.keys(document.paths['/Api/Edit/Key'].post.responses), ['200', '400', '401', '403', '404', '413', '415', '429', '503'], 'the statuses D6 gives a write')
+    t.same(Object.keys(document.paths['/People/Read/Photo'].get.responses), ['200', '304', '400', '401', '403', '404', '429', '503'], 'an image with its ETag: 304')
+    // A wildcard-covered route is named by its plugin, not by the wildcard's text.
+    t.equal(document.paths['/People/Read/Today'].get.summary, "Today's birthdays and work anniversaries in your tenant's time zone")
+    t.equal(document.paths['/account/read/license'].get.summary, "Your tenant's maxima and what it uses")
 
     // A detailed log (level 2) keeps a raw answer's type and size, not its bytes.
     const logged = await service.call('GET', '/Api/Read/OpenApi', { headers: { 'x-LogLevel': '2' } })

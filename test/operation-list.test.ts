@@ -57,6 +57,8 @@ t.test('the root key sees every mounted route, each entry in the D14 shape', (t)
     t.same(acl, { Method: 'GET', Path: '/Api/Read/Acl', Display_Name: 'Read the ACL entries that apply to your key', Plugin: 'acl', Needs: 'key,date,hmac', Cached: 3600, Body: null, Query: null })
     const missing = list.find((entry) => entry.Path === '/People/Read/Missing')!
     t.equal(missing.Plugin, 'people')
+    t.equal(missing.Display_Name, 'People without a photo, paged', 'under a wildcard entry, the name its plugin gives it')
+    t.equal(list.find((entry) => entry.Path === '/People/Read/Photo')!.Display_Name, "A person's stored photo")
     t.equal(missing.Cached, 3600)
     t.equal(missing.Body, null)
     t.equal(missing.Query.type, 'object', 'Query is the route\'s query schema')

@@ -10,6 +10,7 @@ export function accountRoutes(kernel: KernelServices): Route[] {
     defineRoute<Record<string, never>>({
       method: 'POST',
       path: '/account/read/user',
+      summary: 'Your own key, never its secret',
       body: emptyBody,
       xml: { root: 'User' },
       async handler(call) {
@@ -23,6 +24,7 @@ export function accountRoutes(kernel: KernelServices): Route[] {
     defineRoute<Record<string, never>>({
       method: 'POST',
       path: '/account/read/group',
+      summary: 'Your groups and their paths',
       body: emptyBody,
       xml: { root: 'Groups', item: 'Group' },
       // One CSV row per group; its paths in one cell, comma-separated.
@@ -32,6 +34,7 @@ export function accountRoutes(kernel: KernelServices): Route[] {
     defineRoute({
       method: 'GET',
       path: '/account/read/license',
+      summary: "Your tenant's maxima and what it uses",
       xml: { root: 'License' },
       // One CSV row; the plugin names in one cell, comma-separated.
       csv: (license: LicenseAnswer) => [{ ...license, Plugins: license.Plugins.join(',') }],
@@ -44,6 +47,7 @@ export function accountRoutes(kernel: KernelServices): Route[] {
     defineRoute<Record<string, never>>({
       method: 'POST',
       path: '/account/read/player',
+      summary: "Your tenant's display players",
       body: emptyBody,
       xml: { root: 'Players', item: 'Player' },
       csvColumns: ['Id', 'Name', 'DispGroup', 'Location', 'Last_Seen'],

@@ -65,12 +65,20 @@ function operation(route: MountedRouteInfo, cachesAnswers: boolean): object {
     security: route.publicByDefault ? [{}, signed] : [signed],
     parameters: [...(route.rawContentType === null ? [formatParameter] : []), ...queryParameters(route.query)],
     ...(route.body === null ? {} : { requestBody: { required: true, content: { 'application/json': { schema: route.body } } } }),
+    // Every status D6 gives a call of this kind: 304 where a raw answer carries an ETag, 413/415 where there is a body.
     responses: {
       200: { description: 'The answer, in the format asked for.', content: answers },
+      ...(route.rawContentType === null ? {} : { 304: { description: 'Not modified: If-None-Match named the current ETag.' } }),
       400: errorAnswer('Invalid JSON, query or body.'),
       401: errorAnswer('Authentication failed.'),
       403: errorAnswer('The ACL does not allow this path, or HTTPS is required.'),
+      404: errorAnswer('No such object of yours (an id not found, or another tenant\'s), or the route\'s plugin is disabled.'),
+      ...(route.body === null ? {} : {
+        413: errorAnswer('The body is over the limit (bodyLimit).'),
+        415: errorAnswer('The body is not JSON (Content-Type).'),
+      }),
       429: errorAnswer('Rate limit exceeded.'),
+      503: errorAnswer('The database is unreachable; try again.'),
     },
   }
 }

@@ -69,6 +69,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
     return defineRoute<ListingParameters, ListingParameters>({
       method: 'POST',
       path,
+      summary: required === 'filter' ? 'People matching a filter, paged' : required === 'sort' ? 'People in a chosen order, paged' : 'People, paged by number or cursor',
       body: schemas.listBody,
       query: schemas.listQuery,
       cache: listingCache,
@@ -96,6 +97,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
     defineRoute<undefined, ListingParameters>({
       method: 'GET',
       path: '/People/Read/Missing',
+      summary: 'People without a photo, paged',
       query: schemas.missingQuery,
       cache: listingCache,
       xml: { root: 'People', item: 'Person', list: 'People' },
@@ -110,6 +112,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
     defineRoute<undefined, { dispgroup?: string }>({
       method: 'GET',
       path: '/People/Read/Today',
+      summary: "Today's birthdays and work anniversaries in your tenant's time zone",
       query: schemas.todayQuery,
       xml: { root: 'Today', item: 'Person' },
       csvColumns: [...personRecordFields, 'Occasion', 'Years'],
@@ -124,6 +127,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
     defineRoute<undefined, { Id: number }>({
       method: 'GET',
       path: '/People/Read/Photo',
+      summary: "A person's stored photo",
       query: schemas.photoQuery,
       // The stored image's own type (JPEG, PNG or WebP), whatever format was asked for.
       rawContentType: 'image/*',
@@ -137,6 +141,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
     defineRoute<PersonInput & { Id?: number }>({
       method: 'POST',
       path: '/People/Update/OneChange',
+      summary: 'Create or change one person',
       body: schemas.changeBody,
       xml: { root: 'Person' },
       async handler(call) {
@@ -153,6 +158,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
     defineRoute<{ Id: number; Photo?: string | null; Image?: string; Type?: string }>({
       method: 'POST',
       path: '/People/Update/OnePhoto',
+      summary: "Set one person's photo (an image or a location)",
       body: schemas.photoBody,
       bodyLimit: largeBodyLimit,
       xml: { root: 'Person' },
@@ -177,6 +183,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
     defineRoute<{ Id: number }>({
       method: 'POST',
       path: '/People/Update/OneRemove',
+      summary: 'Delete one person',
       body: schemas.idBody,
       xml: { root: 'Person' },
       handler: async (call) => changed(call, await setPersonColumns(db, scopeOf(call.caller), call.body.Id, { deleted: 1 }, kernel.clock(), records)),
@@ -184,6 +191,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
     defineRoute<{ Id: number }>({
       method: 'POST',
       path: '/People/Update/OneRecall',
+      summary: 'Undelete one person',
       body: schemas.idBody,
       xml: { root: 'Person' },
       handler: async (call) => changed(call, await recallPerson(db, scopeOf(call.caller), call.body.Id, kernel.clock(), room, records)),
@@ -191,6 +199,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
     defineRoute<{ Id: number; TermDate?: string | null }>({
       method: 'POST',
       path: '/People/Update/OneTerminate',
+      summary: 'Terminate one person (TermDate)',
       body: schemas.terminateBody,
       xml: { root: 'Person' },
       async handler(call) {
@@ -207,6 +216,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
     defineRoute<Record<string, never>>({
       method: 'POST',
       path: '/people/update/importinit',
+      summary: 'Start a bulk import',
       body: schemas.importInitBody,
       xml: { root: 'Import' },
       handler: (call) => startImport(db, scopeOf(call.caller), call.caller.id, kernel.clock()),
@@ -214,6 +224,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
     defineRoute<{ ImportId: number; People?: unknown[]; Csv?: string }>({
       method: 'POST',
       path: '/people/update/importmass',
+      summary: 'Import one batch of people (JSON or CSV)',
       body: schemas.importMassBody,
       bodyLimit: largeBodyLimit,
       xml: { root: 'ImportBatch', item: 'Rejection' },
@@ -227,6 +238,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
     defineRoute<{ ImportId: number }>({
       method: 'POST',
       path: '/people/update/importterm',
+      summary: 'Finish a bulk import, terminating the people it did not name',
       body: schemas.importTermBody,
       xml: { root: 'Import' },
       async handler(call) {
