@@ -56,6 +56,9 @@ t.test('a static folder is served safely with a strict CSP', async (t) => {
   const notModified = await raw(port, 'GET', '/app/', { 'if-none-match': String(index.headers.etag) })
   t.equal(notModified.status, 304)
   t.equal(notModified.body, '')
+  for (const weak of [`W/${index.headers.etag}`, `"x", ${index.headers.etag}`, '*']) {
+    t.equal((await raw(port, 'GET', '/app/', { 'if-none-match': weak })).status, 304, `If-None-Match: ${weak} (weak comparison)`)
+  }
 
   const script = await raw(port, 'GET', '/app/assets/app-abc123.js')
   t.equal(script.headers['content-type'], 'text/javascript; charset=utf-8')

@@ -43,6 +43,7 @@ t.test('Photo', (t) =>
       t.equal(notModified.text, '', 'no body')
       t.equal(notModified.headers.get('etag'), etag)
       t.equal(notModified.headers.get('cache-control'), 'private')
+      t.equal(notModified.headers.get('content-length'), null, 'no Content-Length: 0 standing for the image (RFC 9110 15.4.5)')
     }
     const changed = await service.call('GET', `/People/Read/Photo?Id=${person.Id}`, { headers: { 'if-none-match': '"0000000000000000"' } })
     t.equal(changed.status, 200, 'another ETag: the image')

@@ -26,7 +26,8 @@ export interface HttpServer {
 }
 
 function send(response: ServerResponse, answer: Answer): void {
-  const headers: string[] = ['Content-Type', answer.contentType, 'Content-Length', String(answer.body.length)]
+  // A 304 describes the stored representation it stands for (RFC 9110 15.4.5): no Content-Length 0 or type of its own.
+  const headers: string[] = answer.status === 304 ? [] : ['Content-Type', answer.contentType, 'Content-Length', String(answer.body.length)]
   for (const [name, value] of answer.headers) headers.push(name, value)
   response.writeHead(answer.status, headers)
   // The buffer itself: node:http sends the head and it in one writev, the body not

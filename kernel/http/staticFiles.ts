@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { extname, join, relative, sep } from 'node:path'
 import type { StaticFiles } from '../plugin.ts'
+import { etagMatches } from './etag.ts'
 
 /**
  * A plugin's static files (the web console), served outside the base path like
@@ -86,7 +87,7 @@ export function staticFilesResponder(mounts: readonly StaticFiles[]): (request: 
 
   function send(request: IncomingMessage, response: ServerResponse, file: StoredFile): void {
     const cacheControl = file.immutable ? 'public, max-age=31536000, immutable' : 'no-cache'
-    if (request.headers['if-none-match'] === file.etag) {
+    if (etagMatches(request.headers['if-none-match'], file.etag)) {
       response.writeHead(304, { ...securityHeaders, ETag: file.etag, 'Cache-Control': cacheControl })
       response.end()
       return

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { notFound, RawAnswer, type Call } from '../../kernel/sdk.ts'
+import { etagMatches, notFound, RawAnswer, type Call } from '../../kernel/sdk.ts'
 import { photosFolder } from './photos.ts'
 import { inScope, type PeopleDb, type Scope } from './scope.ts'
 
@@ -16,14 +16,6 @@ const contentTypes: Record<string, string> = { jpg: 'image/jpeg', png: 'image/pn
 /** `photos/<parent>/<custno>/<id>-<hash16>.<ext>`: the name carries a hash of the bytes, so it is the ETag. */
 const storedName = /^(\d+)-([0-9a-f]{16})\.(jpg|png|webp)$/
 
-function matches(ifNoneMatch: string | undefined, etag: string): boolean {
-  if (ifNoneMatch === undefined) return false
-  return ifNoneMatch.split(',').some((candidate) => {
-    const tag = candidate.trim().replace(/^W\//, '')
-    return tag === '*' || tag === etag
-  })
-}
-
 export async function photoAnswer(db: PeopleDb, dataDir: string, scope: Scope, id: number, call: Call<any, any>): Promise<RawAnswer> {
   const missing = () => notFound(`No stored image for person ${id}.`)
   const row = await db.selectFrom('people').select('photo').where('id', '=', id).where(inScope(scope)).executeTakeFirst()
@@ -35,7 +27,7 @@ export async function photoAnswer(db: PeopleDb, dataDir: string, scope: Scope, i
   const contentType = contentTypes[name[3]]
   call.setHeader('ETag', etag)
   call.setHeader('Cache-Control', 'private')
-  if (matches(call.headers['if-none-match'], etag)) return new RawAnswer(contentType, Buffer.alloc(0), 304)
+  if (etagMatches(call.headers['if-none-match'], etag)) return new RawAnswer(contentType, Buffer.alloc(0), 304)
   const stored = await db.selectFrom('people_photos').select('image').where('location', '=', location).executeTakeFirst()
   let bytes: Buffer
   if (stored) bytes = stored.image
