@@ -97,6 +97,15 @@ t.test('edit sends only what changed; a key bound to SHA-512 signs in; a key wit
   const audit = (await service.call('POST', '/Api/Read/Audit', { body: { KeyId: made.json.Id } })).json.Records[0]
   t.same(audit.After, { Email: 'ops@example.com' }, 'the audit trail holds only the change made')
 
+  // A key whose StartDate is still to come is "not active yet", not "disabled", and has no Enable button.
+  const later = new Date(Date.now() + 86_400_000).toUTCString()
+  const future = await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: 'Starts tomorrow', GroupId: [aclReader], Require_Https: 0, StartDate: later } })
+  t.equal(future.status, 200, future.text)
+  await page.reload()
+  const row = page.getByRole('row', { name: /Starts tomorrow/ })
+  await row.getByText(`Not active yet: starts ${later}`).waitFor()
+  t.equal(await row.getByRole('button', { name: /Enable/ }).count(), 0, 'no Enable that would change nothing')
+
   // Require_Hash 5 (D4): the console finds that the key signs with SHA-512.
   const bound = await insertKey(service, { require_hash: 5 }, [aclReader, await groupNamed(service, 'Operation list reader')])
   const second = await browser.newPage()

@@ -64,10 +64,10 @@ export function SignIn({ onSignIn, error, busy }: { onSignIn: (credentials: Cred
       <p>Use an API key and its secret, for example the admin key printed at the first start (also in <code>data/admin-key.json</code>).</p>
       <form onSubmit={(event) => { event.preventDefault(); onSignIn({ apiKey: apiKey.trim(), secret: secret.trim() }) }}>
         <Field label="Api_Key">
-          <input name="apiKey" autoComplete="username" required value={apiKey} onInput={(event) => { setApiKey(event.currentTarget.value); setErrorShown(false) }} />
+          <input name="apiKey" autoComplete="off" required value={apiKey} onInput={(event) => { setApiKey(event.currentTarget.value); setErrorShown(false) }} />
         </Field>
         <Field label="Api_Secret">
-          <input name="secret" type="password" autoComplete="current-password" required value={secret} onInput={(event) => { setSecret(event.currentTarget.value); setErrorShown(false) }} />
+          <input name="secret" type="password" autoComplete="off" required value={secret} onInput={(event) => { setSecret(event.currentTarget.value); setErrorShown(false) }} />
         </Field>
         <div class={dragging ? 'drop-zone dragging' : 'drop-zone'}>
           <p>Or drop <code>admin-key.json</code> here, or</p>

@@ -8,6 +8,7 @@ interface KeyListing {
   Api_Key: string
   Display_Name: string
   Email: string | null
+  StartDate: string | null
   EndDate: string | null
   Active: 0 | 1
   DayPass: number
@@ -46,6 +47,17 @@ function keyBody(form: KeyForm) {
 function changedBody(original: KeyForm, form: KeyForm): Record<string, unknown> {
   const before: Record<string, unknown> = keyBody(original)
   return Object.fromEntries(Object.entries(keyBody(form)).filter(([name, value]) => JSON.stringify(value) !== JSON.stringify(before[name])))
+}
+
+/** A key whose StartDate is still to come: inactive, but not disabled (Enable would change nothing). */
+function notYet(key: KeyListing): boolean {
+  return key.Active === 0 && key.StartDate !== null && Date.parse(key.StartDate) > Date.now() && (key.EndDate === null || Date.parse(key.EndDate) > Date.now())
+}
+
+function keyState(key: KeyListing): string {
+  if (key.Active) return 'Active'
+  if (notYet(key)) return `Not active yet: starts ${key.StartDate}`
+  return `Disabled${key.EndDate ? ` since ${key.EndDate}` : ''}`
 }
 
 /** What a rotation's answer says of the old secret: an overlap of none ends it at the rotation itself. */
@@ -213,11 +225,11 @@ export function KeysPage({ api }: { api: Api }) {
                 <th scope="row">{key.Display_Name}</th>
                 <td><code>{key.Api_Key}</code></td>
                 <td>{key.Groups.map((group) => group.Display_Name).join(', ')}</td>
-                <td>{key.Active ? 'Active' : `Disabled${key.EndDate ? ` since ${key.EndDate}` : ''}`}</td>
+                <td>{keyState(key)}</td>
                 <td>{key.MaxHits || 'none'}</td>
                 <td class="row-actions">
                   {mayEdit && <button type="button" class="secondary" aria-label={`Edit ${key.Display_Name}`} onClick={() => setEditing({ id: key.Id, original: formOf(key), form: formOf(key) })}>Edit</button>}
-                  {mayEdit && (key.Active
+                  {mayEdit && !notYet(key) && (key.Active
                     ? <button type="button" class="danger" aria-label={`Disable ${key.Display_Name}`} disabled={action.busy} onClick={() => void setActive(key, false)}>Disable</button>
                     : <button type="button" class="secondary" aria-label={`Enable ${key.Display_Name}`} disabled={action.busy} onClick={() => void setActive(key, true)}>Enable</button>)}
                   {mayRotate && <button type="button" class="secondary" aria-label={`Rotate ${key.Display_Name}`} onClick={() => setRotating({ id: key.Id, overlap: 3600 })}>Rotate</button>}
