@@ -45,6 +45,8 @@ t.test('the OpenAPI document: valid 3.1, every route, the signature as security 
     t.ok(missing.parameters.some((parameter: { name: string; in: string }) => parameter.name === 'page' && parameter.in === 'query'), 'query schema properties become parameters')
     t.same(Object.keys(missing.responses['200'].content), ['application/json', 'application/xml', 'text/csv'])
     t.same(Object.keys(document.paths['/Api/Read/Changes/Rss'].get.responses['200'].content), ['application/rss+xml'])
+    t.equal(create.requestBody.required, true, 'a body with required fields is required')
+    t.equal(document.paths['/account/read/user'].post.requestBody.required, false, 'a body that requires nothing may be left out')
     t.same(Object.keys(document.paths['/Api/Edit/Key'].post.responses), ['200', '400', '401', '403', '404', '413', '415', '429', '503'], 'the statuses D6 gives a write')
     t.same(Object.keys(document.paths['/People/Read/Photo'].get.responses), ['200', '304', '400', '401', '403', '404', '429', '503'], 'an image with its ETag: 304')
     // A wildcard-covered route is named by its plugin, not by the wildcard's text.

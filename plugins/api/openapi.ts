@@ -64,7 +64,8 @@ function operation(route: MountedRouteInfo, cachesAnswers: boolean): object {
     // Public by default: no credentials, or a signed call (an operator may change either).
     security: route.publicByDefault ? [{}, signed] : [signed],
     parameters: [...(route.rawContentType === null ? [formatParameter] : []), ...queryParameters(route.query)],
-    ...(route.body === null ? {} : { requestBody: { required: true, content: { 'application/json': { schema: route.body } } } }),
+    // A body whose schema requires nothing may be left out (POST /account/read/user answers no body as {}).
+    ...(route.body === null ? {} : { requestBody: { required: ((route.body as { required?: string[] }).required ?? []).length > 0, content: { 'application/json': { schema: route.body } } } }),
     // Every status D6 gives a call of this kind: 304 where a raw answer carries an ETag, 413/415 where there is a body.
     responses: {
       200: { description: 'The answer, in the format asked for.', content: answers },
