@@ -33,6 +33,9 @@ export { ApiError, badRequest, forbidden, notFound, unauthorized, type ErrorCode
 // Dates: answers carry HTTP-dates; inputs accept HTTP-date or RFC 3339 (D9).
 export { httpDate, parseInputDate, parseInputDateUntil } from './auth/apiDate.ts'
 
+// Audit records (kernel.audit.record): the fields an edit changed, each side with its own value.
+export { changedFields } from './audit/auditTrail.ts'
+
 // Conditional requests: If-None-Match against an answer's ETag (a 304 is a RawAnswer with status 304).
 export { etagMatches } from './http/etag.ts'
 

@@ -4,6 +4,7 @@ import { isIP } from 'node:net'
 import { Ajv } from 'ajv'
 import { isTimeZone } from '../tenants/timeZone.ts'
 import { parseAddressRange } from './addressRange.ts'
+import { masterKeySource } from '../auth/masterKey.ts'
 import { packageRoot } from './packageRoot.ts'
 
 /** The most processes WORKERS may start (request ids have room for 16 node ids, D8). */
@@ -330,8 +331,9 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
     throw new ConfigError(`invalid setting databaseUrl: a %-escape in the user, password or database name is not valid (write % itself as %25)${shownValue('databaseUrl', config.databaseUrl)}`)
   }
   // A key file named by MASTER_KEY must be there (the generated one in dataDir is made at the first start).
-  if (config.masterKey && !/^[0-9a-fA-F]{64}$/.test(config.masterKey) && !existsSync(resolve(config.masterKey))) {
-    throw new ConfigError(`invalid setting masterKey: the key file ${resolve(config.masterKey)} does not exist`)
+  const keySource = masterKeySource(config.masterKey, config.dataDir)
+  if (keySource.kind === 'file' && !keySource.generated && !existsSync(keySource.file)) {
+    throw new ConfigError(`invalid setting masterKey: the key file ${keySource.file} does not exist`)
   }
   if (config.metrics?.port && config.metrics.port === config.port) {
     throw new ConfigError(`invalid setting metrics.port: the same port as the service's own (${config.port})`)

@@ -137,8 +137,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   auditRetention.start(60 * 60_000, report)
   callLog.flushObserver = (seconds) => metrics.observeFlush(seconds)
 
-  // Without Redis, key and ACL changes of other processes (the operator CLI) arrive through the database.
-  // Read by every serving process; written by a change that Redis (when configured) could not publish.
+  // Key and ACL changes of other processes (the operator CLI) arrive through the database's stamp:
+  // always without Redis, and with Redis for a change it could not publish.
   const accessStamp = new AccessStamp(db, report)
   const invalidateEverywhere = invalidation(keys, cache, options.cluster, redisInvalidation, accessStamp)
   const tenants = new Tenants(db, dialect, clock, config.people.timeZone)

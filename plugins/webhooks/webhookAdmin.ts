@@ -1,5 +1,5 @@
 import type { Kysely, Updateable } from 'kysely'
-import { badRequest, forbidden, httpDate, notFound, retryOnDeadlock, type Call, type KernelServices } from '../../kernel/sdk.ts'
+import { badRequest, changedFields, forbidden, httpDate, notFound, retryOnDeadlock, type Call, type KernelServices } from '../../kernel/sdk.ts'
 import type { WebhookTables, WebhooksTable } from './tables.ts'
 import { eventTypesOf, type CreateWebhookBody, type EditWebhookBody } from './schemas.ts'
 import { checkedWebhookSecret, newWebhookSecret } from './signing.ts'
@@ -114,16 +114,12 @@ export class WebhookAdmin {
     if (body.Disabled !== undefined) changes.disabled = body.Disabled
     // The audit record names what changed, as the API does; a new secret only as SecretReplaced, never its value.
     const was = webhookAnswer(found)
-    const before: Record<string, unknown> = { Id: body.Id }
-    const after: Record<string, unknown> = { Id: body.Id }
-    const changed = (name: string, old: unknown, now: unknown) => {
-      before[name] = old
-      after[name] = now
-    }
-    if (url !== undefined && url !== was.Url) changed('Url', was.Url, url)
-    if (events !== undefined && events.join(',') !== was.Events.join(',')) changed('Events', was.Events, events)
-    if (body.Disabled !== undefined && body.Disabled !== was.Disabled) changed('Disabled', was.Disabled, body.Disabled)
-    if (secret !== undefined) after.SecretReplaced = 1
+    const changed = changedFields(
+      { Url: was.Url, Events: was.Events, Disabled: was.Disabled },
+      { Url: url ?? was.Url, Events: events ?? was.Events, Disabled: body.Disabled ?? was.Disabled },
+    )
+    const before = { Id: body.Id, ...changed.before }
+    const after = { Id: body.Id, ...changed.after, ...(secret === undefined ? {} : { SecretReplaced: 1 }) }
     await this.db.transaction().execute(async (trx) => {
       await trx.updateTable('webhooks').set(changes).where('id', '=', body.Id).execute()
       await this.kernel.audit.record(trx, call, { action: body.Disabled === 1 && was.Disabled === 0 ? 'webhook.disable' : 'webhook.edit', before, after })

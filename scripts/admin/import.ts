@@ -9,7 +9,7 @@ import { migrate } from '../../kernel/storage/migrator.ts'
 import { loadPlugins } from '../../kernel/boot/pluginLoader.ts'
 import { loadMasterKey, SecretBox } from '../../kernel/auth/secrets.ts'
 import { UsageError, type AdminCommand } from './command.ts'
-import { dataTables, decodeValue, photosFolder, type ExportHeader } from './tables.ts'
+import { blobBytes, dataTables, decodeValue, photosFolder, type ExportHeader } from './tables.ts'
 
 const progressEvery = 10_000
 // Bound values per statement below SQLite's 32766 and MySQL's 65535 placeholders.
@@ -92,10 +92,8 @@ export const importCommand: AdminCommand = {
               batchLimit = Math.max(1, Math.floor(valuesPerInsert / Math.max(1, Object.keys(line.row).length)))
             }
             const row: Record<string, unknown> = {}
-            for (const [column, value] of Object.entries(line.row)) {
-              row[column] = decodeValue(value)
-              if (Buffer.isBuffer(row[column])) batchBytes += (row[column] as Buffer).length
-            }
+            for (const [column, value] of Object.entries(line.row)) row[column] = decodeValue(value)
+            batchBytes += blobBytes([row])
             batch.push(row)
             counts[line.table] = (counts[line.table] ?? 0) + 1
             if (batch.length >= batchLimit || batchBytes >= maxBatchBytes) await flush()

@@ -40,7 +40,8 @@ export async function tableColumns(db: Kysely<any>, dialect: Dialect, table: str
 /** Blob bytes a page aims at: a table of photos is read a few rows at a time. */
 const pageBytes = 16 * 1024 * 1024
 
-function blobBytes(page: Record<string, unknown>[]): number {
+/** Bytes of the blob values (Buffers) in some rows. */
+export function blobBytes(page: Record<string, unknown>[]): number {
   let bytes = 0
   for (const row of page) for (const value of Object.values(row)) if (Buffer.isBuffer(value)) bytes += value.length
   return bytes
