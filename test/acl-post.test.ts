@@ -32,7 +32,7 @@ t.test('POST /Api/Read/Acl takes no parameters', (t) =>
     const service = await startService(t, { kind })
     const cases: [string, string | undefined, number, string][] = [
       ['{"Path":"/x"}', 'application/json', 400, 'Error: Path is not a known field.'],
-      ['[]', 'application/json', 400, 'Error: body must be object.'],
+      ['[]', 'application/json', 400, 'Error: body must be an object.'],
       ['{', 'application/json', 400, 'Error: The body is not valid JSON.'],
       ['Path=/x', 'application/x-www-form-urlencoded', 415, 'Error: The body must be JSON, sent with Content-Type: application/json.'],
     ]

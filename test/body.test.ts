@@ -26,7 +26,7 @@ t.test('request bodies', (t) =>
     const unknownField = await service.call('POST', '/Probe/Body', { body: { Name: 'x', Extra: 1 } })
     t.equal(unknownField.text, 'Error: Extra is not a known field.')
     const wrongFieldType = await service.call('POST', '/Probe/Body', { body: { Name: 'x', Count: 'many' } })
-    t.equal(wrongFieldType.text, 'Error: Count must be integer.')
+    t.equal(wrongFieldType.text, 'Error: Count must be an integer.')
     t.equal((await service.call('POST', '/Probe/Body', { body: [1, 2] })).status, 400, 'an array is not the object the route takes')
     const deep = '['.repeat(100_000) + ']'.repeat(100_000)
     t.equal((await service.call('POST', '/Probe/Body', { rawBody: deep })).status, 400, 'deep nesting')

@@ -103,7 +103,7 @@ t.test('a tiny example plugin mounted by the kernel', (t) =>
 
     const refused = await service.call('POST', '/Example/Update/Note', { body: { Text: '' } })
     t.equal(refused.status, 400)
-    t.equal(refused.text, 'Error: Text must NOT have fewer than 1 characters.')
+    t.equal(refused.text, 'Error: Text must not be empty.')
     t.equal((await service.call('POST', '/Example/Update/Note', { body: { Text: 'x', Extra: 1 } })).text, 'Error: Extra is not a known field.')
 
     const db = service.kernel.database.db

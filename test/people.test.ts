@@ -70,7 +70,7 @@ t.test('GET /People/Read/Missing: every listing case of D11', (t) =>
       ['filter=Custno=x', /^Error: Filter field 'Custno' takes a whole number/],
       ['size=1001', /^Error: size must be <= 1000/],
       ['page=0', /^Error: page must be >= 1/],
-      ['page=abc', /^Error: page must be integer/],
+      ['page=abc', /^Error: page must be an integer/],
       ['color=red', /^Error: color is not a known parameter/],
     ] as const) {
       const refused = await service.call('GET', `/People/Read/Missing?${query}`)

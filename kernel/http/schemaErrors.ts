@@ -1,5 +1,16 @@
 import type { ErrorObject } from 'ajv'
 
+// Ajv's type names as a reader says them ("must be integer,string,array" reads like debug output).
+const typeNames: Record<string, string> = {
+  integer: 'an integer', number: 'a number', string: 'a string', array: 'an array', object: 'an object', boolean: 'true or false', null: 'null',
+}
+
+/** "an integer, a string or an array" */
+function typeList(types: string | string[]): string {
+  const names = (Array.isArray(types) ? types : types.split(',')).map((type) => typeNames[type] ?? type)
+  return names.length === 1 ? names[0]! : `${names.slice(0, -1).join(', ')} or ${names.at(-1)}`
+}
+
 /** Turns Ajv's first error into a message naming the field (D6: clear 400s). */
 export function describeSchemaError(error: ErrorObject, where: 'body' | 'query'): string {
   const field = error.instancePath ? error.instancePath.slice(1).replaceAll('/', '.') : ''
@@ -10,6 +21,18 @@ export function describeSchemaError(error: ErrorObject, where: 'body' | 'query')
       return `${field ? field + '.' : ''}${(error.params as { additionalProperty: string }).additionalProperty} is not a known ${where === 'body' ? 'field' : 'parameter'}.`
     case 'enum':
       return `${field || where} must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.map((value) => value === null ? 'null' : String(value)).join(', ')}.`
+    case 'type':
+      return `${field || where} must be ${typeList((error.params as { type: string | string[] }).type)}.`
+    case 'minLength': {
+      const limit = (error.params as { limit: number }).limit
+      return limit === 1 ? `${field || where} must not be empty.` : `${field || where} must be at least ${limit} characters long.`
+    }
+    case 'maxLength':
+      return `${field || where} must be at most ${(error.params as { limit: number }).limit} characters long.`
+    case 'minItems':
+      return `${field || where} must have at least ${(error.params as { limit: number }).limit} item${(error.params as { limit: number }).limit === 1 ? '' : 's'}.`
+    case 'maxItems':
+      return `${field || where} must have at most ${(error.params as { limit: number }).limit} items.`
     default:
       return `${field || where} ${error.message}.`
   }
