@@ -30,11 +30,15 @@ t.test('one record per change, with before/after, request id and no secret', (t)
     t.equal(failed.status, 400, 'a refused edit')
     const unknown = await service.call('POST', '/Api/Edit/Key', { today: true, body: { KeyId: 999_999, Email: 'x@example.com' } })
     t.equal(unknown.status, 404)
+    for (const body of [{ KeyId: keyId }, { KeyId: keyId, Display_Name: 'Audited', Email: 'ops@example.com', GroupId: [groups.people, groups.aclReader] }]) {
+      const same = await service.call('POST', '/Api/Edit/Key', { today: true, body })
+      t.equal(same.status, 200, 'an edit that changes nothing is accepted')
+    }
     const rotated = await service.call('POST', '/Api/Rotate/Key', { today: true, body: { KeyId: keyId, OldSecretValidFor: 60 } })
     t.equal(rotated.status, 200)
 
     const all = await audit()
-    t.equal(all.Total, 3, 'create, edit and rotate: three records; the refused edits none')
+    t.equal(all.Total, 3, 'create, edit and rotate: three records; the refused edits and those that change nothing none')
     const [rotation, edit, creation] = all.Records
     t.same(Object.keys(creation), ['Id', 'At', 'Who', 'Parent', 'Custno', 'Action', 'KeyId', 'Before', 'After', 'RequestId'])
     t.match(creation, { Who: service.admin.id, Parent: 1, Custno: 0, Action: 'key.create', KeyId: keyId, Before: null, RequestId: Number(created.headers.get('x-requestid')) })

@@ -229,10 +229,12 @@ t.test('webhook create and edit leave one audit record each, never the secret', 
     t.equal(edited.status, 200, edited.text)
     const disabled = await service.call('POST', '/Api/Edit/Webhook', { body: { Id: created.json.Id, Disabled: 1 }, today: true })
     t.equal((await service.call('POST', '/Api/Edit/Webhook', { body: { Id: created.json.Id, Url: 'ftp://x' }, today: true })).status, 400)
+    const again = await service.call('POST', '/Api/Edit/Webhook', { body: { Id: created.json.Id, Disabled: 1, Url: receiver.url }, today: true })
+    t.equal(again.status, 200, 'an edit that changes nothing is accepted')
     const audit = await service.call('POST', '/Api/Read/Audit', { body: {} })
     t.equal(audit.status, 200, audit.text)
     const [disabling, editing, creation] = audit.json.Records
-    t.equal(audit.json.Total, 3, 'a refused edit records nothing')
+    t.equal(audit.json.Total, 3, 'a refused edit and one that changes nothing record nothing')
     t.match(creation, { Who: service.admin.id, Action: 'webhook.create', KeyId: null, Before: null, After: { Id: created.json.Id, Url: receiver.url, Events: ['key.changed'], Disabled: 0 }, RequestId: Number(created.headers.get('x-requestid')) })
     t.match(editing, { Action: 'webhook.edit', Before: { Id: created.json.Id, Events: ['key.changed'] }, After: { Id: created.json.Id, Events: ['key.changed', 'key.rotated'], SecretReplaced: 1 } })
     t.match(disabling, { Action: 'webhook.disable', Before: { Disabled: 0 }, After: { Disabled: 1 }, RequestId: Number(disabled.headers.get('x-requestid')) })

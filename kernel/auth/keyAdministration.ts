@@ -99,8 +99,9 @@ export class KeyAdministration {
 
   /** The id of the key with this Api_Key value, whoever owns it (only compared, never shown). */
   async idByApiKey(apiKey: string): Promise<number | undefined> {
-    const row = await this.db.selectFrom('api_keys').select('id').where('api_key', '=', apiKey).executeTakeFirst()
-    return row === undefined ? undefined : Number(row.id)
+    const row = await this.db.selectFrom('api_keys').select(['id', 'api_key']).where('api_key', '=', apiKey).executeTakeFirst()
+    // Compared again here: MariaDB's collation ignores trailing spaces, SQLite does not.
+    return row === undefined || row.api_key !== apiKey ? undefined : Number(row.id)
   }
 
   /**
@@ -139,12 +140,15 @@ export class KeyAdministration {
           const after = [...groupIds].sort((a, b) => a - b)
           if (JSON.stringify(before) !== JSON.stringify(after)) Object.assign(fields, { before: { ...fields.before, groups: before }, after: { ...fields.after, groups: after } })
         }
-        // The record names the key's tenant before the edit (a move shows in before/after).
-        await recordChange(trx, changes.updated_at, {
-          who: editorKeyId, parent: Number(row.parent), custno: Number(row.custno), action: editAction(row, next, fields.after, changes.updated_at), keyId,
-          before: fields.before, after: fields.after, requestId: options.requestId,
-        })
-        await this.events?.emit(trx, keyChangeEvent(row, next, fields.after, changes.updated_at))
+        // An edit that changes nothing is no administrative change: no audit record, no event.
+        if (Object.keys(fields.after).length > 0) {
+          // The record names the key's tenant before the edit (a move shows in before/after).
+          await recordChange(trx, changes.updated_at, {
+            who: editorKeyId, parent: Number(row.parent), custno: Number(row.custno), action: editAction(row, next, fields.after, changes.updated_at), keyId,
+            before: fields.before, after: fields.after, requestId: options.requestId,
+          })
+          await this.events?.emit(trx, keyChangeEvent(row, next, fields.after, changes.updated_at))
+        }
         return { ...row, ...changes } as Selectable<CoreTables['api_keys']>
       }),
     )

@@ -1,4 +1,4 @@
-import { badRequest, isUniqueViolation, notFound, type Call, type KernelServices, type KeyChanges } from '../../kernel/sdk.ts'
+import { badRequest, httpDate, isUniqueViolation, notFound, type Call, type KernelServices, type KeyChanges } from '../../kernel/sdk.ts'
 import type { EditKeyBody } from './schemas.ts'
 import { keyColumns, nameTaken } from './keyInput.ts'
 import { resolveTenant } from './tenantScope.ts'
@@ -38,6 +38,10 @@ export async function editKey(kernel: KernelServices, call: Call<EditKeyBody>): 
   let edited
   try {
     edited = await kernel.keys.edit(keyId, caller.id, (current) => {
+      // StartDate alone must still leave the key a time to work (create and a two-date edit refuse the same).
+      if (columns.start_date != null && columns.end_date === undefined && current.end_date !== null && Number(current.end_date) <= columns.start_date) {
+        throw badRequest(`StartDate must be before the key's EndDate (${httpDate(Number(current.end_date))}); send EndDate too (null for none).`)
+      }
       // Credits are computed from the locked row (AddCredits adds to what is stored now).
       const changes: KeyChanges = { ...columns, ...creditColumns(body, current, kernel.clock()) }
       if (body.Defaults !== undefined) {

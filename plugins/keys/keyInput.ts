@@ -9,12 +9,15 @@ export type KeyColumns = Pick<
 
 // The shared schema layer (kernel/http/textRule.ts) already refuses other control
 // characters and lone surrogates in every input; tab and line breaks, which it allows
-// in free text, have no place in a name, an e-mail address or a phone number.
-const lineBreakOrTab = /[\t\n\r]/
+// in free text, have no place in a name, an e-mail address or a phone number; nor have
+// the C1 controls (U+0080-U+009F), which XML 1.0 allows but no one types.
+const oneLineControl = /[\t\n\r\u0080-\u009f]/
+// Nothing but spaces and invisible format characters (zero-width space, joiners, marks).
+const invisibleOnly = /^[\s\p{Cf}\p{Z}]*$/u
 
-/** Refuses a tab or line break in a one-line field. */
+/** Refuses a tab, a line break or a C1 control in a one-line field. */
 function checkOneLine(field: string, value: string): string {
-  if (lineBreakOrTab.test(value)) throw badRequest(`${field} must not contain control characters.`)
+  if (oneLineControl.test(value)) throw badRequest(`${field} must not contain control characters.`)
   return value
 }
 
@@ -26,6 +29,7 @@ function checkOneLine(field: string, value: string): string {
 function checkDisplayName(value: string): string {
   checkOneLine('Display_Name', value)
   if (value.trim() !== value) throw badRequest('Display_Name must not start or end with white space.')
+  if (invisibleOnly.test(value)) throw badRequest('Display_Name must contain a visible character.')
   return value
 }
 

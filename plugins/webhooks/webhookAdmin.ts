@@ -122,7 +122,10 @@ export class WebhookAdmin {
     const after = { Id: body.Id, ...changed.after, ...(secret === undefined ? {} : { SecretReplaced: 1 }) }
     await this.db.transaction().execute(async (trx) => {
       await trx.updateTable('webhooks').set(changes).where('id', '=', body.Id).execute()
-      await this.kernel.audit.record(trx, call, { action: body.Disabled === 1 && was.Disabled === 0 ? 'webhook.disable' : 'webhook.edit', before, after })
+      // An edit that changes nothing (Disabled 1 again, the same Url) is no administrative change.
+      if (Object.keys(after).length > 1) {
+        await this.kernel.audit.record(trx, call, { action: body.Disabled === 1 && was.Disabled === 0 ? 'webhook.disable' : 'webhook.edit', before, after })
+      }
       // Disabling fails what is still pending: nothing queued before is sent later, to whatever Url the webhook has then.
       if (body.Disabled === 1) {
         await trx.updateTable('webhook_deliveries').set({ status: 'failed', last_error: disabledError, lease_owner: null, lease_until: null })
