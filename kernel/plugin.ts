@@ -164,8 +164,8 @@ export const adminGroupName = 'Key administration'
 
 /**
  * A default group a plugin brings: created at first start (and when the plugin is
- * enabled later). A group of a name that already exists (another plugin's, e.g.
- * `adminGroupName`) gets this plugin's paths added instead.
+ * enabled later). Its name must be its own: a name another group already has stops the
+ * start, except `adminGroupName`, whose group gets this plugin's paths added instead.
  */
 export interface DefaultGroup {
   name: string

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import type { Kysely, Transaction } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
 import { isUniqueViolation } from '../storage/database.ts'
-import type { DefaultGroup, Plugin } from '../plugin.ts'
+import { adminGroupName, type DefaultGroup, type Plugin } from '../plugin.ts'
 import type { SecretBox } from '../auth/secrets.ts'
 import { newDaySecret } from '../auth/dayCode.ts'
 import { issueKey, type IssuedKey } from '../auth/keyIssuer.ts'
@@ -86,8 +86,22 @@ export async function createGroup(db: Kysely<CoreTables>, group: DefaultGroup): 
 }
 
 /**
- * A default group whose name another plugin's group already has (the admin default
- * group, `adminGroupName`): this plugin's paths join it, those it lacks. Returns its id.
+ * A plugin's new default group has the name of a group that exists (an operator's, or
+ * another plugin's). Joining it would hand the plugin's paths to every key that holds
+ * that group, so the start is refused instead; only the admin group is joined.
+ */
+export class DefaultGroupNameTaken extends Error {
+  constructor(plugin: string, group: string, otherPlugin: string | undefined) {
+    super(
+      `plugin ${plugin}: its default group "${group}" has the name of ${otherPlugin ? `plugin ${otherPlugin}'s default group` : 'an existing group'}; ` +
+        `give the plugin's group a name of its own (only "${adminGroupName}", the admin group, is shared: its paths are added to it)`,
+    )
+  }
+}
+
+/**
+ * A default group named `adminGroupName`, which the keys plugin brings: this plugin's
+ * paths join it, those it lacks. Returns its id.
  */
 async function joinGroup(db: Kysely<CoreTables>, groupId: number, group: DefaultGroup): Promise<number> {
   await db.transaction().execute(async (trx) => {
@@ -160,11 +174,25 @@ export async function bootstrap(
   plugins: readonly Plugin[],
   options: { dataDir: string; now: number },
 ): Promise<RootKey | null> {
-  const newGroupIds: number[] = []
+  // Every plugin's new groups are checked before any is made: a refused start changes nothing.
+  const plans: { plugin: Plugin; groups: { group: DefaultGroup; existing: number | undefined }[] }[] = []
+  const named = new Map<string, string>()
   for (const plugin of plugins) {
     if (!plugin.defaultGroups?.length) continue
-    const groups = await groupsToCreate(db, plugin, options.now)
-    for (const group of groups) {
+    const groups = []
+    for (const group of await groupsToCreate(db, plugin, options.now)) {
+      const row = await db.selectFrom('api_groups').select('id').where('display_name', '=', group.name).executeTakeFirst()
+      const claimedBy = named.get(group.name)
+      if (group.name !== adminGroupName && (row !== undefined || claimedBy !== undefined)) throw new DefaultGroupNameTaken(plugin.name, group.name, claimedBy)
+      named.set(group.name, plugin.name)
+      groups.push({ group, existing: row === undefined ? undefined : Number(row.id) })
+    }
+    plans.push({ plugin, groups })
+  }
+  const newGroupIds: number[] = []
+  for (const { plugin, groups } of plans) {
+    for (const { group } of groups) {
+      // Looked up again: the admin group may have been made by an earlier plugin of this start.
       const existing = await db.selectFrom('api_groups').select('id').where('display_name', '=', group.name).executeTakeFirst()
       newGroupIds.push(existing ? await joinGroup(db, Number(existing.id), group) : await createGroup(db, group))
       await markGroupMade(db, plugin.name, group.name, options.now)

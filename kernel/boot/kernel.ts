@@ -184,10 +184,39 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     log: logger,
   }
 
+  // What a kernel has started by the time its plugins are set up, stopped in order: by
+  // close(), and by a start that fails in a plugin (a CLI run then exits as it should).
+  const stopStarted = async () => {
+    for (const stop of closers) await stop()
+    idempotency.stop()
+    usedSignatures?.stop()
+    auditRetention.stop()
+    await accessStamp.stop()
+    await callLog.close()
+    await metrics.close()
+    for (const plugin of plugins) await plugin.close?.()
+    // The operator CLI's last changes are published before the connection goes.
+    await redisInvalidation?.inFlight()
+    await redis?.close()
+    await nodes.release()
+    await database.close()
+  }
+
   const routes = new RouteTable(config.basePath)
-  for (const plugin of plugins) {
-    // Each plugin's lines say which plugin wrote them.
-    for (const route of await plugin.setup({ ...services, log: logger.child({ plugin: plugin.name }) })) routes.add(plugin.name, route)
+  try {
+    for (const plugin of plugins) {
+      // Each plugin's lines say which plugin wrote them.
+      const declared = await Promise.resolve().then(() => plugin.setup({ ...services, log: logger.child({ plugin: plugin.name }) })).catch((error: Error) => {
+        throw new Error(`plugin ${plugin.name}: setup failed: ${error?.message ?? error}`)
+      })
+      if (!Array.isArray(declared)) throw new Error(`plugin ${plugin.name}: setup must return an array of routes`)
+      for (const route of declared) routes.add(plugin.name, route)
+    }
+  } catch (error) {
+    await stopStarted().catch(() => {})
+    // The first start's root key exists by now; this start never gets to print it.
+    if (createdRootKey && error instanceof Error) error.message += ` (this first start made the root admin key: it is in ${createdRootKey.file})`
+    throw error
   }
   // Issue 17: usage thresholds and expiry warnings are noticed only when a plugin listens.
   const expiryScan = new ExpiryScan(db, events, clock, report)
@@ -238,19 +267,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       closing ??= (async () => {
         await server.close()
         await expiryScan.stop()
-        for (const stop of closers) await stop()
-        idempotency.stop()
-        usedSignatures?.stop()
-        auditRetention.stop()
-        await accessStamp.stop()
-        await callLog.close()
-        await metrics.close()
-        for (const plugin of plugins) await plugin.close?.()
-        // The operator CLI's last changes are published before the connection goes.
-        await redisInvalidation?.inFlight()
-        await redis?.close()
-        await nodes.release()
-        await database.close()
+        await stopStarted()
       })()
       return closing
     },

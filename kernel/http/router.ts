@@ -15,8 +15,15 @@ export class RouteTable {
 
   constructor(private readonly basePath: string) {}
 
+  /** Mounts one route; a route the kernel cannot serve as declared stops the start, naming plugin and route. */
   add(plugin: string, route: Route): void {
-    if (!route.path.startsWith('/')) throw new Error(`route ${route.path} of plugin ${plugin} must start with /`)
+    const named = `${route.method} ${route.path} of plugin ${plugin}`
+    if (typeof route.path !== 'string' || !route.path.startsWith('/')) throw new Error(`route ${route.path} of plugin ${plugin} must start with /`)
+    // Plugins written in JavaScript get no type check: what the types promise is checked here, once.
+    if (route.method !== 'GET' && route.method !== 'POST') throw new Error(`${named}: method must be GET or POST`)
+    // A '*' or ':' would make find-my-way match a whole family of paths that no ACL entry names one by one.
+    if (/[*:]/.test(route.path)) throw new Error(`${named}: a path is one fixed path (no * or :)`)
+    if (typeof route.xml?.root !== 'string') throw new Error(`${named}: xml.root is required (the root element of its XML answers)`)
     const taken = this.mounted.find((other) => other.route.method === route.method && other.route.path.toLowerCase() === route.path.toLowerCase())
     if (taken) throw new Error(`${route.method} ${route.path} of plugin ${plugin} is already routed to plugin ${taken.plugin}`)
     const mounted: MountedRoute = {
@@ -24,9 +31,9 @@ export class RouteTable {
       plugin,
       route,
       writes: route.writes ?? (route.method === 'POST' && !/\/read\//i.test(route.path)),
-      validateBody: route.body ? compileInput(this.bodyAjv, route.body) : null,
+      validateBody: route.body ? compiled(named, 'body', route.body, (schema) => compileInput(this.bodyAjv, schema)) : null,
       // Every route's query, declared or not, gets the text rule (schemas.ts).
-      validateQuery: compileInput(this.queryAjv, route.query ?? {}),
+      validateQuery: compiled(named, 'query', route.query ?? {}, (schema) => compileInput(this.queryAjv, schema)),
     }
     this.mounted.push(mounted)
     this.router.on(route.method, this.basePath + route.path, () => undefined, mounted)
@@ -39,5 +46,18 @@ export class RouteTable {
 
   routes(): readonly MountedRoute[] {
     return this.mounted
+  }
+}
+
+/**
+ * A route's schema compiled, or an error naming the route. `$ref` is refused: the OpenAPI
+ * document (D15) carries each schema as it is, where a local reference cannot resolve.
+ */
+function compiled<S, T>(named: string, part: 'body' | 'query', schema: S, compile: (schema: S) => T): T {
+  if (JSON.stringify(schema).includes('"$ref"')) throw new Error(`${named}: its ${part} schema uses $ref; write the referenced schema out (the OpenAPI document carries schemas as they are)`)
+  try {
+    return compile(schema)
+  } catch (error) {
+    throw new Error(`${named}: its ${part} schema is invalid: ${(error as Error).message}`)
   }
 }
