@@ -8,6 +8,7 @@ import t from 'tap'
 import { forEachDatabase, startService } from './helpers/service.ts'
 import { loadConfig } from '../kernel/boot/config.ts'
 import { rawRequest } from '../kernel/http/stages/log.ts'
+import { fastWebhooks, startReceiver } from './helpers/webhookReceiver.ts'
 
 t.test('credential headers are redacted from Raw_Request; others are kept', (t) =>
   forEachDatabase(t, async (t, kind) => {
@@ -44,6 +45,29 @@ t.test('credential headers are redacted from Raw_Request; others are kept', (t) 
     for (let index = 1; index <= 7; index++) t.notMatch(log.json.Raw_Request, new RegExp(`secret-${index}|cHJveHktc2VjcmV0LTM`), `credential ${index} is not stored`)
     const stored = await service.kernel.database.db.selectFrom('api_log').select('raw_request').execute()
     for (const row of stored) t.notMatch(row.raw_request ?? '', /secret-\d|cHJveHktc2VjcmV0LTM/, 'nor in the table')
+  }),
+)
+
+t.test('a secret field in a JSON body is redacted from Raw_Request, as in the answer', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, config: fastWebhooks })
+    const receiver = await startReceiver(t)
+    const secret = 'whsec_' + Buffer.alloc(32, 7).toString('base64')
+    const created = await service.call('POST', '/Api/Create/Webhook', { body: { Url: receiver.url, Events: ['key.changed'], Secret: secret }, today: true, headers: { 'x-LogLevel': '2' } })
+    t.equal(created.status, 200, created.text)
+    const refused = await service.call('POST', '/Api/Create/Webhook', { body: { Url: 'ftp://x', Events: ['key.changed'], Secret: secret }, today: true, headers: { 'x-LogLevel': '2' } })
+    t.equal(refused.status, 400)
+    for (const call of [created, refused]) {
+      const log = await service.call('POST', '/Api/Read/Log', { body: { LogRequestId: Number(call.headers.get('x-requestid')) } })
+      t.equal(log.status, 200, log.text)
+      t.same(JSON.parse(JSON.parse(log.json.Raw_Request).body), { Url: call === created ? receiver.url : 'ftp://x', Events: ['key.changed'], Secret: '[redacted]' })
+    }
+    const stored = await service.kernel.database.db.selectFrom('api_log').select('raw_request').execute()
+    t.notOk(stored.some((row) => (row.raw_request ?? '').includes(secret.slice(6, 30))), 'the secret is nowhere in the log table')
+    const plain = rawRequest({ method: 'POST', url: '/x', rawHeaders: [] }, Buffer.from('{"Note": "keeps its spacing"}'), () => false)
+    t.equal(JSON.parse(plain).body, '{"Note": "keeps its spacing"}', 'a body without such a field is stored as sent')
+    const notJson = rawRequest({ method: 'POST', url: '/x', rawHeaders: [] }, Buffer.from('secret=1&x'), () => false)
+    t.equal(JSON.parse(notJson).body, 'secret=1&x', 'a body that is no JSON is stored as sent')
   }),
 )
 

@@ -105,6 +105,12 @@ t.test('Idempotency-Key: the same request answers the stored answer; another req
     const captured = { ...signedHeaders(service.admin, 'POST', '/People/Update/OneChange', raw, { date: new Date(Date.now() + 2000).toUTCString() }), ...headers }
     t.equal((await send(service, 'POST', '/People/Update/OneChange', captured, raw)).status, 200)
     t.equal(await peopleCount(service), 1)
+    // The very same bytes once more are a replay, Idempotency-Key or not: a captured create
+    // would otherwise get its stored answer, the new key's secret.
+    const replayed = await send(service, 'POST', '/People/Update/OneChange', captured, raw)
+    t.equal(replayed.status, 401)
+    t.equal(replayed.text, 'Error: This request was already used (replay).')
+    t.equal(replayed.headers.get('idempotent-replayed'), null)
 
     const other = await service.call('POST', '/People/Update/OneChange', { body: { ...body, FirstName: 'Dorothy' }, headers })
     t.equal(other.status, 422)

@@ -93,8 +93,9 @@ export function buildPipelines(parts: PipelineParts): Pipelines {
     // After the rate limit: a call the limit refuses spends no credit.
     credits: creditsStage(credits, clock),
     input: parseInputStage(),
-    // Writes only: a stored answer for a retry first, then a replayed signature is refused.
-    writes: [idempotencyStage(idempotency, report), replayStage(replayGuard)],
+    // Writes only: a replayed signature is refused first, so a captured request never
+    // gets a stored answer (a new key's secret); a real retry is signed again.
+    writes: [replayStage(replayGuard), idempotencyStage(idempotency, report)],
     cache: config.cache.responses ? [cacheStage(cache)] : [],
     publish: parts.publishing ? [publishChangesStage(parts.publishing)] : [],
     handler: handleStage(),

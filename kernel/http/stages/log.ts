@@ -59,7 +59,21 @@ export function rawRequest(
     const earlier = headers[name]
     headers[name] = typeof earlier === 'string' ? [earlier, value] : Array.isArray(earlier) ? [...earlier, value] : value
   }
-  return JSON.stringify({ method: request.method, url: request.url, headers, body: body ? clip(body.toString('utf8')) : '' })
+  return JSON.stringify({ method: request.method, url: request.url, headers, body: body ? clip(loggedBody(body.toString('utf8'))) : '' })
+}
+
+/**
+ * The body as sent, but a JSON body with a secret field (a webhook's Secret) has its
+ * value redacted, as the answer's are: the plain text of a value the service keeps
+ * sealed must not live on in the log. Parsed only when the text names such a field.
+ */
+function loggedBody(text: string): string {
+  if (!secretField.test(text)) return text
+  try {
+    return JSON.stringify(JSON.parse(text), withoutSecrets)
+  } catch {
+    return text
+  }
 }
 
 /**
