@@ -10,6 +10,8 @@ import type { Plugin } from '../kernel/plugin.ts'
 import { freePort } from './helpers/freePort.ts'
 import { signedHeaders } from '../kernel/auth/signature.ts'
 import SQLite from 'better-sqlite3'
+import { createLogger } from '../kernel/observe/logger.ts'
+import { loadConfig } from '../kernel/boot/config.ts'
 
 /** Resolves with the ms until the server closed the socket, and what it sent. */
 function closedAfter(socket: Socket): Promise<{ ms: number; data: string }> {
@@ -66,6 +68,33 @@ t.test('slow and abusive clients are cut off; others are still served', async (t
   })
 
   t.equal((await service.call('GET', '/Probe/Echo')).status, 200, 'still answering')
+})
+
+t.test('a signed body cut off or timed out is the client\'s doing: 400 or 408 in the access line, never an outage', async (t) => {
+  const lines: string[] = []
+  const logger = createLogger({ destination: { write: (line: string) => void lines.push(line) } })
+  const service = await startService(t, {
+    kind: 'sqlite',
+    plugins: [probePlugin],
+    logger,
+    config: { timeouts: { headersMs: 1000, requestMs: 2000, keepAliveMs: 1000, maxHeaderSize: 16384 }, log: { ...loadConfig({}, {}).log, access: 'all' } },
+  })
+  const body = '{"Name":"x"}'
+  const send = (destroyAfterMs: number | null) => {
+    const headers = signedHeaders(service.admin, 'POST', '/Probe/Body', body)
+    const socket = connect(service.port, '127.0.0.1')
+    socket.on('error', () => undefined)
+    socket.write(`POST /v1.0/Probe/Body HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n${Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n${body}`)
+    if (destroyAfterMs !== null) setTimeout(() => socket.destroy(), destroyAfterMs)
+    return closedAfter(socket)
+  }
+  const accessLines = () => lines.map((line) => JSON.parse(line)).filter((line) => line.route === '/Probe/Body')
+  await send(300)
+  const { data } = await send(null)
+  t.match(data, /^HTTP\/1\.1 408 /, 'a body that never completes is cut off with 408')
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.same(accessLines().map((line) => line.status), [400, 408], 'a client that hung up is a 400, one cut off a 408')
+  t.notOk(lines.some((line) => /database unavailable|"status":503/.test(line)), 'no outage is reported')
 })
 
 /** A plugin whose one route, GET /Slow, answers only when the test calls release(). */

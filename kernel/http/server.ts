@@ -7,6 +7,7 @@ import type { RouteTable } from './router.ts'
 import { Exchange, type Answer } from './exchange.ts'
 import { noRoute, type Pipelines } from './pipelines.ts'
 import { errorAnswer, plainText } from './failure.ts'
+import { timedOutSocket } from './stages/readBody.ts'
 
 export interface HttpServerOptions {
   config: Config
@@ -94,6 +95,7 @@ export function createServer(options: HttpServerOptions): HttpServer {
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) return socket.destroy()
     const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
+    if (status === 408) (socket as { [timedOutSocket]?: boolean })[timedOutSocket] = true
     const message = status === 431 ? 'Error: Request headers are too large.' : status === 408 ? 'Error: Request timed out.' : 'Error: Malformed HTTP request.'
     socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\nContent-Type: ${plainText}\r\nContent-Length: ${Buffer.byteLength(message)}\r\nConnection: close\r\n\r\n${message}`)
   })

@@ -2,6 +2,20 @@ import { ApiError } from '../errors.ts'
 import type { Stage } from '../pipeline.ts'
 import type { Exchange } from '../exchange.ts'
 
+/** Set on a socket the server answered 408 (its body took longer than `timeouts.requestMs`). */
+export const timedOutSocket = Symbol('keygate.timedOutSocket')
+
+/**
+ * The body stopped coming: the client closed the connection, or the server cut it off
+ * at its time limit. The client's doing, never a store outage (an ECONNRESET of the
+ * request would otherwise read as the database's); the log record says which.
+ */
+function unfinishedBody(request: Exchange['request']): ApiError {
+  return (request.socket as { [timedOutSocket]?: boolean })[timedOutSocket]
+    ? new ApiError('REQUEST_TIMEOUT', 'Request timed out.')
+    : new ApiError('BAD_REQUEST', 'The client closed the connection before the request body was complete.')
+}
+
 /**
  * Reads the raw body (the signature covers it) up to the route's limit (config
  * `bodyLimit` unless the route declares its own): 413 beyond, at once when
@@ -36,7 +50,7 @@ export function readBodyStage(defaultLimit: number): Stage {
           exchange.rawBody = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)
           resolve()
         })
-        request.once('error', reject)
+        request.once('error', () => reject(unfinishedBody(request)))
       })
     },
   }
