@@ -104,8 +104,8 @@ function xmlContent(result: unknown, xml: Route['xml']): unknown {
 
 /** Encodes a handler's answer in the chosen format (a JsonText's value is parsed only for xml and csv). */
 export function encode(answer: unknown, format: ResponseFormat, route: Pick<Route, 'xml' | 'csv' | 'csvColumns'>, csvRows?: unknown[]): Encoded {
-  if (answer instanceof RawAnswer) return { body: answer.body, contentType: answer.contentType, status: answer.status }
-  if (answer instanceof JsonText && format === 'json') return { body: Buffer.from(answer.text), contentType: contentTypes.json }
+  if (RawAnswer.is(answer)) return { body: answer.body, contentType: answer.contentType, status: answer.status }
+  if (JsonText.is(answer) && format === 'json') return { body: Buffer.from(answer.text), contentType: contentTypes.json }
   const result = answerValue(answer)
   if (format === 'json') return { body: Buffer.from(JSON.stringify(result)), contentType: contentTypes.json }
   if (format === 'xml') {

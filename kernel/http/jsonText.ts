@@ -6,11 +6,20 @@
  *
  * The handler vouches that `text` is valid JSON of the value the route documents.
  */
+// Recognised by a mark, not by its class: a plugin may hold its own copy of this module (as ApiError).
+const jsonTextMark = Symbol.for('keygate.JsonText')
+
 export class JsonText {
   #value: unknown
   #parsed = false
+  readonly [jsonTextMark] = true
 
   constructor(readonly text: string) {}
+
+  /** True for a JsonText made by any copy of this module. */
+  static is(answer: unknown): answer is JsonText {
+    return typeof answer === 'object' && answer !== null && (answer as { [jsonTextMark]?: boolean })[jsonTextMark] === true
+  }
 
   /** The answer as a value: what the route's xml, csv and a level-2 log record get. */
   value(): unknown {
@@ -29,5 +38,5 @@ export class JsonText {
 
 /** A handler's answer as a value: a JsonText parsed, anything else as it is. */
 export function answerValue(answer: unknown): unknown {
-  return answer instanceof JsonText ? answer.value() : answer
+  return JsonText.is(answer) ? answer.value() : answer
 }

@@ -4,14 +4,24 @@
  * sends it as it is, whatever format the caller asked for. Extra headers go through
  * `call.setHeader`. `status` is 200 unless given (a 304 Not Modified, say).
  */
+// A plugin from outside the repository may hold its own copy of this module (through
+// `keygate/sdk`), so a RawAnswer is recognised by this mark, not by its class (as ApiError).
+const rawAnswerMark = Symbol.for('keygate.RawAnswer')
+
 export class RawAnswer {
   readonly body: Buffer
+  readonly [rawAnswerMark] = true
   constructor(
     readonly contentType: string,
     body: Buffer | string,
     readonly status = 200,
   ) {
     this.body = typeof body === 'string' ? Buffer.from(body) : body
+  }
+
+  /** True for a RawAnswer made by any copy of this module. */
+  static is(answer: unknown): answer is RawAnswer {
+    return typeof answer === 'object' && answer !== null && (answer as { [rawAnswerMark]?: boolean })[rawAnswerMark] === true
   }
 
   /** What a level-2 call log keeps of it: a description, not the bytes. */
