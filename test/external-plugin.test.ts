@@ -2,23 +2,31 @@
  * Plugins from outside the repository (issue 11): a config `plugins` entry may name a
  * folder or an installed npm package; such a plugin imports the public module as
  * `keygate/sdk` (package exports) and is mounted like a built-in one.
+ *
+ * `keygate/sdk` is the build (dist/kernel/sdk.js), so in the tests run under tsx the
+ * plugin holds another copy of the sdk than the kernel (kernel/*.ts): its errors and
+ * answers must still be recognised. Under the production command both are dist/.
  */
 import t, { type Test } from 'tap'
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { loadPlugins } from '../kernel/boot/pluginLoader.ts'
+import { signedHeaders } from '../kernel/auth/signature.ts'
 import { forEachDatabase, startService } from './helpers/service.ts'
+import { freePort } from './helpers/freePort.ts'
+import { watchChild } from './helpers/childService.ts'
 
 const repository = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 
 const pluginSource = (name: string, path: string) => `
-import { badRequest, defineRoute, type Plugin } from 'keygate/sdk'
+import { badRequest, defineRoute, JsonText, RawAnswer, type Plugin } from 'keygate/sdk'
 
 const plugin: Plugin = {
   name: '${name}',
-  defaultGroups: [{ name: '${name} readers', paths: [{ path: '${path}', displayName: 'Say hello' }] }],
+  defaultGroups: [{ name: '${name} readers', paths: [{ path: '${path}', displayName: 'Say hello' }, { path: '${path}/*', displayName: 'Say it otherwise' }] }],
   setup: (kernel) => [
     defineRoute<undefined, { who?: string }>({
       method: 'GET',
@@ -30,6 +38,8 @@ const plugin: Plugin = {
         return { Hello: call.query.who ?? call.caller.displayName, Plugin: '${name}', At: kernel.clock() > 0 }
       },
     }),
+    defineRoute({ method: 'GET', path: '${path}/Page', xml: { root: 'Page' }, rawContentType: 'text/html; charset=utf-8', handler: () => new RawAnswer('text/html; charset=utf-8', '<p>hello</p>') }),
+    defineRoute({ method: 'GET', path: '${path}/Text', xml: { root: 'Hello' }, handler: () => new JsonText('{"Hello": "text"}') }),
   ],
 }
 export default plugin
@@ -62,6 +72,10 @@ t.test('a plugin from a folder path imports keygate/sdk and answers signed calls
     t.equal(refused.status, 400, "an error thrown with the plugin's own sdk import is the client's 400")
     t.equal(refused.text, 'Error: Say hello to somebody.')
     t.equal((await service.call('GET', '/Hello/Read/World?format=xml')).status, 200)
+    const page = await service.call('GET', '/Hello/Read/World/Page')
+    t.same([page.status, page.headers.get('content-type'), page.text], [200, 'text/html; charset=utf-8', '<p>hello</p>'], "a RawAnswer of the plugin's sdk is sent as it is")
+    t.equal((await service.call('GET', '/Hello/Read/World/Text')).text, '{"Hello": "text"}', 'a JsonText: its text')
+    t.match((await service.call('GET', '/Hello/Read/World/Text?format=xml')).text, /<Hello>\s*<Hello>text<\/Hello>\s*<\/Hello>/, 'in xml: its value')
     const unsigned = await service.call('GET', '/Hello/Read/World', { key: null })
     t.equal(unsigned.status, 401, 'its routes are authenticated like every other')
   }),
@@ -78,4 +92,50 @@ t.test('a plugin from an installed npm package, found from the base folder', asy
   await t.rejects(loadPlugins(['keygate-plugin-missing'], [], root), /neither a built-in plugin, a folder nor an installed npm package/)
   await t.rejects(loadPlugins(['./no-such-folder'], [], root), /has no package.json or index file/)
   await t.rejects(loadPlugins(['keygate-plugin-greeter', 'keygate-plugin-greeter'.replace('greeter', 'greeter')], [], root), /loaded twice/)
+})
+
+// Plain JavaScript, as a team's compiled plugin is: the production command runs no TypeScript.
+const compiledPlugin = `
+import { defineRoute, notFound, RawAnswer } from 'keygate/sdk'
+
+export default {
+  name: 'compiled',
+  defaultGroups: [{ name: 'Compiled readers', paths: [{ path: '/Compiled/Read/*', displayName: 'Compiled plugin' }] }],
+  setup: () => [
+    defineRoute({ method: 'GET', path: '/Compiled/Read/Hello', xml: { root: 'Hello' }, handler: () => ({ Hello: 'compiled' }) }),
+    defineRoute({ method: 'GET', path: '/Compiled/Read/Page', xml: { root: 'Page' }, handler: () => new RawAnswer('text/plain; charset=utf-8', 'page') }),
+    defineRoute({ method: 'GET', path: '/Compiled/Read/Missing', xml: { root: 'Missing' }, handler: () => { throw notFound('No such thing.') } }),
+  ],
+}
+`
+
+t.test('the production command (node dist/kernel/boot/main.js) loads a compiled folder plugin', async (t) => {
+  t.ok(existsSync(join(repository, 'dist', 'kernel', 'sdk.js')), 'the build is there (npm ci or npm run build makes it)')
+  const root = pluginWorkspace(t)
+  const folder = join(root, 'build', 'compiled')
+  mkdirSync(folder, { recursive: true })
+  writeFileSync(join(folder, 'package.json'), JSON.stringify({ type: 'module', exports: './index.js' }))
+  writeFileSync(join(folder, 'index.js'), compiledPlugin)
+  const port = await freePort()
+  const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: join(root, 'data'), PLUGINS: `keys,acl,${folder}` }
+  delete env.DATABASE_URL
+  delete env.CONFIG_FILE
+  // No tsx here, whatever the test runner was started with.
+  delete env.NODE_OPTIONS
+  const child = spawn(process.execPath, ['dist/kernel/boot/main.js'], { cwd: repository, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const { waitFor } = watchChild(t, child)
+  await waitFor('keygate listening')
+  const admin = JSON.parse(readFileSync(join(root, 'data', 'admin-key.json'), 'utf8'))
+  const key = { apiKey: admin.Api_Key as string, secret: admin.Api_Secret as string }
+  const call = async (path: string) => {
+    const response = await fetch(`http://127.0.0.1:${port}/v1.0${path}`, { headers: signedHeaders(key, 'GET', path) })
+    return { status: response.status, type: response.headers.get('content-type'), text: await response.text() }
+  }
+  const hello = await call('/Compiled/Read/Hello')
+  t.equal(hello.status, 200, hello.text)
+  t.same(JSON.parse(hello.text), { Hello: 'compiled' })
+  t.same(await call('/Compiled/Read/Page'), { status: 200, type: 'text/plain; charset=utf-8', text: 'page' })
+  t.match(await call('/Compiled/Read/Missing'), { status: 404, text: 'Error: No such thing.' }, 'an error of the sdk is the client\'s 4xx')
+  t.equal((await fetch(`http://127.0.0.1:${port}/v1.0/Compiled/Read/Hello`)).status, 401, 'unsigned: refused')
+  child.kill('SIGTERM')
 })
