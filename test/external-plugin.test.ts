@@ -94,6 +94,17 @@ t.test('a plugin from an installed npm package, found from the base folder', asy
   await t.rejects(loadPlugins(['keygate-plugin-greeter', 'keygate-plugin-greeter'.replace('greeter', 'greeter')], [], root), /loaded twice/)
 })
 
+t.test("a folder plugin may not take the kernel's name or a built-in plugin's, enabled or not", async (t) => {
+  const root = pluginWorkspace(t)
+  for (const name of ['kernel', 'people', 'webhooks', 'console']) {
+    const folder = join(root, `taken-${name}`)
+    mkdirSync(folder)
+    writeFileSync(join(folder, 'index.ts'), pluginSource(name, `/Taken/Read/${name}`))
+    await t.rejects(loadPlugins(['keys', folder], [], root), { message: `${folder}: plugin name '${name}' is reserved (${name === 'kernel' ? "the kernel's own" : 'a built-in plugin'}); give the plugin another name` })
+  }
+  t.same((await loadPlugins(['people'], [], root)).map((plugin) => plugin.name), ['people'], 'the built-in itself loads')
+})
+
 // Plain JavaScript, as a team's compiled plugin is: the production command runs no TypeScript.
 const compiledPlugin = `
 import { defineRoute, notFound, RawAnswer } from 'keygate/sdk'

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs'
+import { existsSync, readdirSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -8,6 +8,13 @@ import { withHistoryFile } from './pluginHistory.ts'
 const builtInFolder = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'plugins')
 const entryFiles = ['index.ts', 'index.js', 'index.mjs']
 const pluginName = /^[a-z][a-z0-9-]*$/
+
+/**
+ * Names a plugin from a folder or a package may not take: `kernel` (its migrations would
+ * share the kernel's `migrations_kernel`) and every built-in plugin's, enabled or not (it
+ * would inherit that plugin's migrations, tables and default-group markers).
+ */
+const reservedNames = (): Set<string> => new Set(['kernel', ...readdirSync(builtInFolder).filter((name) => pluginName.test(name))])
 
 /** Where a config `plugins` entry points: a built-in name, a folder path, or an npm package. */
 function locate(entry: string, baseDir: string): { url: string; what: string; builtIn: boolean } {
@@ -56,9 +63,11 @@ export function enabledPlugins(config: { plugins: readonly string[]; console?: {
  */
 export async function loadPlugins(entries: readonly string[], extra: readonly Plugin[] = [], baseDir = process.cwd()): Promise<Plugin[]> {
   const plugins: Plugin[] = []
-  const add = (plugin: Plugin, what: string) => {
+  const reserved = reservedNames()
+  const add = (plugin: Plugin, what: string, external: boolean) => {
     if (!plugin || typeof plugin.setup !== 'function' || typeof plugin.name !== 'string') throw new Error(`${what} does not export a plugin (default export with a name and a setup function)`)
     if (!pluginName.test(plugin.name)) throw new Error(`${what}: plugin name '${plugin.name}' must be lower-case letters, digits and dashes`)
+    if (external && reserved.has(plugin.name)) throw new Error(`${what}: plugin name '${plugin.name}' is reserved (${plugin.name === 'kernel' ? "the kernel's own" : 'a built-in plugin'}); give the plugin another name`)
     if (plugins.some((loaded) => loaded.name === plugin.name)) throw new Error(`plugin '${plugin.name}' is loaded twice`)
     plugins.push(plugin)
   }
@@ -68,8 +77,8 @@ export async function loadPlugins(entries: readonly string[], extra: readonly Pl
     const plugin = module.default ?? module.plugin
     if (builtIn && plugin?.name !== entry) throw new Error(`plugins/${entry}/index.ts must export default a Plugin named '${entry}'`)
     // A plugin ships its change history as history.json beside its entry file.
-    add(withHistoryFile(plugin as Plugin, dirname(fileURLToPath(url))), what)
+    add(withHistoryFile(plugin as Plugin, dirname(fileURLToPath(url))), what, !builtIn)
   }
-  for (const plugin of extra) add(plugin, `plugin '${plugin.name}'`)
+  for (const plugin of extra) add(plugin, `plugin '${plugin.name}'`, false)
   return plugins
 }
