@@ -83,6 +83,11 @@ export { parseAddressRange, type AddressRange } from './boot/addressRange.ts'
 // background job's error report that says a database outage once per 5 s, as the kernel does.
 export { errorReporter, type Logger } from './observe/logger.ts'
 
+// Kysely, the query builder of `kernel.db` and of migrations: a plugin with tables takes it from
+// here, so it needs no Kysely of its own (a second copy, of another version perhaps).
+export { CompiledQuery, sql } from 'kysely'
+export type { ColumnType, Expression, ExpressionBuilder, Generated, Insertable, Kysely, Selectable, SqlBool, Transaction, Updateable } from 'kysely'
+
 // Tables that behave the same on SQLite and MySQL/MariaDB; rowBuilder: row objects from value arrays, one literal compiled per column list;
 // valueListers: the inverse, rows as one flat value list for a multi-row statement, compiled per column list.
 export { isStoreOutage, isUniqueViolation, portableTable, retryOnDeadlock, rowBuilder, valueListers, type Dialect, type ValueLister } from './storage/database.ts'

@@ -4,13 +4,13 @@
  * write that drops the cache. Mounted directly with startService({ plugins: [...] }).
  */
 import t from 'tap'
-import { defineRoute, notFound, portableTable, type Plugin } from '../kernel/sdk.ts'
+import { defineRoute, notFound, portableTable, type Generated, type Plugin } from '../kernel/sdk.ts'
 import { issueKey } from '../kernel/auth/keyIssuer.ts'
 import { forEachDatabase, startService } from './helpers/service.ts'
 
 // 1. The plugin's tables, typed for Kysely.
 type NoteTables = {
-  example_notes: { id: import('kysely').Generated<number>; parent: number; custno: number; text: string; created: number }
+  example_notes: { id: Generated<number>; parent: number; custno: number; text: string; created: number }
 }
 
 // 2. Migrations: they get `db` and the dialect, for the column types that differ.

@@ -1,5 +1,4 @@
-import { CompiledQuery, type Kysely } from 'kysely'
-import { valueListers, type Dialect } from '../../kernel/sdk.ts'
+import { CompiledQuery, valueListers, type Dialect, type Kysely } from '../../kernel/sdk.ts'
 
 /**
  * Multi-row writes of people for imports: one statement per `rowsPerStatement` rows,

@@ -1,5 +1,4 @@
-import { sql, type ExpressionBuilder, type Expression, type SqlBool } from 'kysely'
-import { badRequest } from '../../kernel/sdk.ts'
+import { badRequest, sql, type Expression, type ExpressionBuilder, type SqlBool } from '../../kernel/sdk.ts'
 import type { PeopleDatabase } from './scope.ts'
 import type { PeopleTable } from './tables.ts'
 

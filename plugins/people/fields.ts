@@ -1,5 +1,4 @@
-import type { Selectable, Updateable } from 'kysely'
-import { httpDate, parseInputDate, type CalendarDay } from '../../kernel/sdk.ts'
+import { httpDate, parseInputDate, type CalendarDay, type Selectable, type Updateable } from '../../kernel/sdk.ts'
 import type { PeopleTable } from './tables.ts'
 
 /**

@@ -1,6 +1,5 @@
 import Papa from 'papaparse'
-import { sql } from 'kysely'
-import { badRequest, isUniqueViolation, notFound, schemaCheck, type KernelServices } from '../../kernel/sdk.ts'
+import { badRequest, isUniqueViolation, notFound, schemaCheck, sql, type KernelServices } from '../../kernel/sdk.ts'
 import { columnsFromInput, editableFields, personFieldProperties, recordColumns, rememberingHttpDate, type PersonColumns, type PersonInput, type RecordRow } from './fields.ts'
 import { custnoFor } from './queries.ts'
 import { rowsPerStatement, type BulkRow, type BulkWriter } from './bulkWrite.ts'

@@ -1,5 +1,4 @@
-import { sql, type Kysely } from 'kysely'
-import { portableTable, type Dialect, type Migrations } from '../../kernel/sdk.ts'
+import { portableTable, sql, type Dialect, type Kysely, type Migrations } from '../../kernel/sdk.ts'
 import { storedRecords } from './storedRecord.ts'
 
 /** A table with the kernel's portable options (utf8mb4 + binary collation on MySQL). */

@@ -1,5 +1,4 @@
-import type { ExpressionBuilder, Kysely } from 'kysely'
-import type { Addition, CallerKey, KernelServices } from '../../kernel/sdk.ts'
+import type { Addition, CallerKey, ExpressionBuilder, KernelServices, Kysely } from '../../kernel/sdk.ts'
 import type { PeopleTables } from './tables.ts'
 
 /** Our tables: what `kernel.db.withTables<PeopleTables>()` gives. */

@@ -1,5 +1,4 @@
-import { sql, type Kysely } from 'kysely'
-import type { Dialect } from '../../kernel/sdk.ts'
+import { sql, type Dialect, type Kysely } from '../../kernel/sdk.ts'
 import { personRecord, recordColumns, rememberingHttpDate, type RecordRow } from './fields.ts'
 import { inScope, type PeopleDb, type Scope } from './scope.ts'
 

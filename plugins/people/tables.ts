@@ -1,4 +1,4 @@
-import type { Generated } from 'kysely'
+import type { Generated } from '../../kernel/sdk.ts'
 
 /**
  * The people plugin's own tables, as Kysely sees them. The plugin widens the kernel's

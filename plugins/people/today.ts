@@ -1,5 +1,4 @@
-import { sql } from 'kysely'
-import type { CalendarDay } from '../../kernel/sdk.ts'
+import { sql, type CalendarDay } from '../../kernel/sdk.ts'
 import { personRecord, recordColumns, type PersonRecord, type RecordRow } from './fields.ts'
 import { inScope, type PeopleDb, type Scope } from './scope.ts'
 

@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely'
-import { badRequest, httpDate, parseInputDate, parseInputDateUntil, type Call, type KernelServices } from '../../kernel/sdk.ts'
+import { badRequest, httpDate, parseInputDate, parseInputDateUntil, type Call, type KernelServices, type Kysely } from '../../kernel/sdk.ts'
 import type { WebhookTables } from './tables.ts'
 import { defaultPageSize, type ReadDeliveriesBody } from './schemas.ts'
 import { requireKeyAdministrator, scopeOf } from './authority.ts'

@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely'
-import type { Dialect, KernelEvent } from '../../kernel/sdk.ts'
+import type { Dialect, KernelEvent, Kysely } from '../../kernel/sdk.ts'
 import type { WebhookTables } from './tables.ts'
 import { newMessageId } from './signing.ts'
 

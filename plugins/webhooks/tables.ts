@@ -1,4 +1,4 @@
-import type { Generated } from 'kysely'
+import type { Generated } from '../../kernel/sdk.ts'
 
 /**
  * The webhooks plugin's tables (issue 17): the tenant's webhooks, and the outbox of

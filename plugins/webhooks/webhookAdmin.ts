@@ -1,5 +1,4 @@
-import type { Kysely, Updateable } from 'kysely'
-import { badRequest, changedFields, forbidden, httpDate, notFound, retryOnDeadlock, type Call, type KernelServices } from '../../kernel/sdk.ts'
+import { badRequest, changedFields, forbidden, httpDate, notFound, retryOnDeadlock, type Call, type KernelServices, type Kysely, type Updateable } from '../../kernel/sdk.ts'
 import type { WebhookTables, WebhooksTable } from './tables.ts'
 import { eventTypesOf, type CreateWebhookBody, type EditWebhookBody } from './schemas.ts'
 import { checkedWebhookSecret, newWebhookSecret } from './signing.ts'
