@@ -7,6 +7,9 @@
  *   secret readable and the service working.
  * - It re-seals webhook secrets and stored Idempotency-Key answers too; a stored answer
  *   (which may hold a new key's secret) is never plain in the database.
+ * - A built-in plugin's secrets are re-sealed while the config disables it (webhooks);
+ *   a folder plugin that recorded sealed columns and is not loaded makes the command
+ *   refuse, exit 1, before anything changes.
  * - `npm start` prints one warning line while the master key is in the data folder.
  */
 import t, { type Test } from 'tap'
@@ -15,13 +18,16 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { forEachDatabase, startService, type Service } from './helpers/service.ts'
+import { forEachDatabase, startService, type DatabaseKind, type Service } from './helpers/service.ts'
 import { insertKey, keyTestGroups, type TestKey } from './helpers/keys.ts'
 import { fastWebhooks, startReceiver } from './helpers/webhookReceiver.ts'
 import { Webhook } from 'standardwebhooks'
 import { masterSecretBox, SecretBox } from '../kernel/auth/secrets.ts'
 import { masterKeyWarning } from '../kernel/auth/masterKey.ts'
+import type { Kysely } from 'kysely'
 import { rotateMasterKey } from '../scripts/admin/masterKey.ts'
+import { runAdmin } from './helpers/adminCli.ts'
+import { vaultPlugin } from './helpers/vaultPlugin.ts'
 
 async function sealedRows(service: Service) {
   const { db } = service.kernel.database
@@ -58,6 +64,22 @@ const silent = () => {}
 async function restarted(first: Service, current: Service, overrides: Partial<Service['config']> = {}): Promise<Service> {
   await current.stop()
   return first.restart(overrides)
+}
+
+/** A service with webhooks, and one webhook that hears key changes. */
+async function serviceWithWebhook(t: Test, kind: DatabaseKind) {
+  const first = await startService(t, { kind, config: fastWebhooks })
+  const receiver = await startReceiver(t)
+  const webhook = await first.call('POST', '/Api/Create/Webhook', { body: { Url: receiver.url, Events: ['key.changed'] }, today: true })
+  t.equal(webhook.status, 200, webhook.text)
+  return { first, receiver, webhook, groups: await keyTestGroups(first) }
+}
+
+/** A key edit is delivered, signed with the webhook's secret as it was made: the sealed secret still opens. */
+async function deliverySigned(t: Test, service: Service, receiver: Awaited<ReturnType<typeof startReceiver>>, secret: string, keyId: number) {
+  t.equal((await service.call('POST', '/Api/Edit/Key', { body: { KeyId: keyId, Email: 'ops@example.com' }, today: true })).status, 200)
+  const [delivery] = await receiver.waitFor(1)
+  t.doesNotThrow(() => new Webhook(secret).verify(delivery.body, { 'webhook-id': delivery.id, 'webhook-timestamp': delivery.timestamp, 'webhook-signature': delivery.signature }), 'the webhook still signs with its secret')
 }
 
 t.test('rotation with the generated key file', (t) =>
@@ -106,11 +128,7 @@ t.test('rotation with the generated key file', (t) =>
 
 t.test('a rotation re-seals webhook secrets and stored Idempotency-Key answers', (t) =>
   forEachDatabase(t, async (t, kind) => {
-    const first = await startService(t, { kind, config: fastWebhooks })
-    const receiver = await startReceiver(t)
-    const webhook = await first.call('POST', '/Api/Create/Webhook', { body: { Url: receiver.url, Events: ['key.changed'] }, today: true })
-    t.equal(webhook.status, 200, webhook.text)
-    const groups = await keyTestGroups(first)
+    const { first, receiver, webhook, groups } = await serviceWithWebhook(t, kind)
     const body = { Display_Name: 'Made once', GroupId: [groups.aclReader], Require_Https: 0 }
     const create = (service: typeof first) => service.call('POST', '/Api/Create/Key', { body, today: true, date: new Date().toISOString(), headers: { 'Idempotency-Key': 'make-1' } })
     const made = await create(first)
@@ -127,9 +145,58 @@ t.test('a rotation re-seals webhook secrets and stored Idempotency-Key answers',
     t.equal(retried.status, 200, retried.text)
     t.equal(retried.headers.get('idempotent-replayed'), 'true')
     t.equal(retried.json.Api_Secret, made.json.Api_Secret, 'the stored answer opens under the new key')
-    t.equal((await service.call('POST', '/Api/Edit/Key', { body: { KeyId: made.json.Id, Email: 'ops@example.com' }, today: true })).status, 200)
-    const [delivery] = await receiver.waitFor(1)
-    t.doesNotThrow(() => new Webhook(webhook.json.Secret).verify(delivery.body, { 'webhook-id': delivery.id, 'webhook-timestamp': delivery.timestamp, 'webhook-signature': delivery.signature }), 'the webhook still signs with its secret')
+    await deliverySigned(t, service, receiver, webhook.json.Secret, made.json.Id)
+  }),
+)
+
+t.test('a rotation while webhooks are disabled in the config still re-seals their secrets', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const { first, receiver, webhook, groups } = await serviceWithWebhook(t, kind)
+    const made = await first.call('POST', '/Api/Create/Key', { body: { Display_Name: 'Edited later', GroupId: [groups.aclReader], Require_Https: 0 }, today: true })
+    t.equal(made.status, 200, made.text)
+
+    const withoutWebhooks = await restarted(first, first, { plugins: first.config.plugins.filter((name) => name !== 'webhooks') })
+    t.notOk(withoutWebhooks.kernel.routes().some((route) => route.plugin === 'webhooks'), 'webhooks is disabled for the rotation')
+    const result = await rotateMasterKey(withoutWebhooks.kernel, { announce: silent })
+    t.match(result, { Secrets: 2, Settings: 1, Sealed: 1 }, 'the webhook secret is counted')
+    const newKey = Buffer.from(readFileSync(join(first.config.dataDir, 'master.key'), 'utf8').trim(), 'hex')
+    const webhooks = withoutWebhooks.kernel.database.db as unknown as Kysely<{ webhooks: { id: number; secret_enc: string } }>
+    const stored = await webhooks.selectFrom('webhooks').select('secret_enc').executeTakeFirstOrThrow()
+    t.equal(new SecretBox(newKey).open(stored.secret_enc, `webhook:${webhook.json.Id}`), webhook.json.Secret, 'the stored secret opens with the new key')
+
+    // Enabled again (the first service's config): a delivery is signed with the same secret.
+    const service = await restarted(first, withoutWebhooks)
+    await deliverySigned(t, service, receiver, webhook.json.Secret, made.json.Id)
+  }),
+)
+
+t.test('a folder plugin with sealed columns that is not loaded makes the rotation refuse', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const first = await startService(t, { kind, plugins: [vaultPlugin] })
+    const vaultOf = (service: Service) => service.kernel.database.db as unknown as Kysely<{ vault_items: { id: number; token_enc: string | null } }>
+    await vaultOf(first).insertInto('vault_items').values({ id: 1, token_enc: first.kernel.secrets.seal('team token', 'vault:1') }).execute()
+    await insertKey(first)
+    const keyFile = join(first.config.dataDir, 'master.key')
+    const oldFile = readFileSync(keyFile, 'utf8')
+    const vaultRows = (service: Service) => vaultOf(service).selectFrom('vault_items').selectAll().orderBy('id').execute()
+    const before = { sealed: await sealedRows(first), vault: await vaultRows(first) }
+    await first.stop()
+
+    // The operator's CLI on the default plugins: vault is not among them.
+    const refused = await runAdmin(['master-key', 'rotate'], { DATA_DIR: first.config.dataDir, DATABASE_URL: first.config.databaseUrl ?? undefined, PLUGINS: undefined })
+    t.equal(refused.code, 1, refused.stderr)
+    const errors = refused.stderr.split('\n').filter((line) => line.startsWith('admin:'))
+    t.same(errors, ["admin: master-key rotate refused, nothing was changed: plugin 'vault' (vault_items.token_enc) keeps sealed secrets but is not enabled in this configuration; enable it (PLUGINS) for the rotation, or those secrets would never open again"])
+    t.equal(refused.stdout, '', 'no new key is announced')
+    t.equal(readFileSync(keyFile, 'utf8'), oldFile, 'the key file is unchanged')
+
+    const service = await first.restart()
+    t.same({ sealed: await sealedRows(service), vault: await vaultRows(service) }, before, 'no secret was re-sealed')
+    // With the plugin loaded the rotation goes through and re-seals its column.
+    t.match(await rotateMasterKey(service.kernel, { announce: silent }), { Secrets: 2, Settings: 1, Sealed: 1 })
+    const newKey = Buffer.from(readFileSync(keyFile, 'utf8').trim(), 'hex')
+    const [row] = await vaultRows(service)
+    t.equal(new SecretBox(newKey).open(row.token_enc!, 'vault:1'), 'team token', "the plugin's secret opens with the new key")
   }),
 )
 

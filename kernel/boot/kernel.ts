@@ -7,6 +7,7 @@ import { oneStartAtATime } from '../storage/namedLock.ts'
 import { masterSecretBox, type SecretBox } from '../auth/secrets.ts'
 import { KeyAdministration } from '../auth/keyAdministration.ts'
 import { bootstrap, loadDaySecret, type RootKey } from './bootstrap.ts'
+import { recordSealedColumns } from './sealedColumnRecord.ts'
 import { enabledPlugins, loadPlugins } from './pluginLoader.ts'
 import { mergedHistory } from './pluginHistory.ts'
 import { routeCatalog } from '../http/routeCatalog.ts'
@@ -65,8 +66,8 @@ export interface Kernel {
   readonly database: Database
   /** Seals and opens API secrets under the master key (the operator CLI, tests). */
   readonly secrets: SecretBox
-  /** Sealed columns of the enabled plugins' tables (`admin master-key rotate` re-seals them). */
-  readonly sealedColumns: readonly SealedColumn[]
+  /** Sealed columns of the enabled plugins' tables, by plugin (`admin master-key rotate` re-seals them). */
+  readonly sealedColumns: readonly (SealedColumn & { plugin: string })[]
   /** Whether Redis answers now; null without Redis (the operator CLI says how a change reaches the service). */
   redisReachable(): boolean | null
   /** The root admin key and its file when this start created it (first start), else null. */
@@ -98,10 +99,12 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     await migrate(db, dialect, 'kernel', coreMigrations(dialect))
     for (const plugin of plugins) if (plugin.migrations) await migrate(db, dialect, plugin.name, plugin.migrations)
     const secrets = masterSecretBox(config.masterKey, config.dataDir)
-    const { daySecret, createdRootKey } = await oneStartAtATime(db, dialect, async () => ({
-      daySecret: await loadDaySecret(db, secrets),
-      createdRootKey: await bootstrap(db, secrets, plugins, { dataDir: config.dataDir, now: clock() }),
-    }))
+    const { daySecret, createdRootKey } = await oneStartAtATime(db, dialect, async () => {
+      const daySecret = await loadDaySecret(db, secrets)
+      // Remembered so a master-key rotation run without one of these plugins refuses instead of losing its secrets.
+      await recordSealedColumns(db, plugins)
+      return { daySecret, createdRootKey: await bootstrap(db, secrets, plugins, { dataDir: config.dataDir, now: clock() }) }
+    })
     const nodes = await NodeRegistry.start(db, { ...config.nodes, nodeId: config.nodeId, serverName: config.serverName, host: config.host, report })
     return { secrets, daySecret, createdRootKey, nodes }
   })().catch(async (error) => { await database.close(); throw error })
@@ -245,7 +248,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     services,
     database,
     secrets,
-    sealedColumns: plugins.flatMap((plugin) => plugin.sealedColumns ?? []),
+    sealedColumns: plugins.flatMap((plugin) => (plugin.sealedColumns ?? []).map((column) => ({ ...column, plugin: plugin.name }))),
     redisReachable: () => (redis ? redis.reachable : null),
     createdRootKey,
     daySecret,

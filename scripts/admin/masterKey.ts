@@ -1,9 +1,12 @@
 /**
  * `admin master-key rotate` (issue 12, item 6): re-seals every stored secret (each API
  * secret, the day secret in kernel_settings, the stored answers of Idempotency-Key
- * writes, and the sealed columns enabled plugins declare, such as webhook secrets)
- * under a new master key, in ONE transaction, so the database is sealed wholly under
- * the old key or wholly under the new one.
+ * writes, and plugins' sealed columns, such as webhook secrets) under a new master key,
+ * in ONE transaction, so the database is sealed wholly under the old key or wholly
+ * under the new one. Built-in plugins' columns are re-sealed whether or not the config
+ * enables them; a folder or npm plugin must be loaded, and while one that recorded
+ * sealed columns is not, the command refuses before it changes anything
+ * (sealedColumnPlan.ts).
  *
  * Where the new key goes depends on where the key lives (kernel/auth/masterKey.ts):
  * - a key file (the generated `dataDir/master.key`, or `MASTER_KEY=/path/to/file`):
@@ -25,6 +28,7 @@ import type { Kernel } from '../../kernel/boot/kernel.ts'
 import { SecretBox } from '../../kernel/auth/secrets.ts'
 import { masterKeySource, readMasterKeyFile, writeMasterKeyFile } from '../../kernel/auth/masterKey.ts'
 import { idempotencyContext } from '../../kernel/http/idempotencyStore.ts'
+import { sealedColumnPlan } from './sealedColumnPlan.ts'
 import type { Kysely } from 'kysely'
 
 /** Sealed kernel settings and the context each is sealed with (kernel/boot/bootstrap.ts). */
@@ -61,6 +65,8 @@ export async function rotateMasterKey(kernel: Kernel, options: RotationOptions):
   const sealer = new SecretBox(newKey)
   // kernel.secrets opens with every key in force (a file left by an interrupted run has two).
   const opener = kernel.secrets
+  // First, before the key file or the printed value changes: a refusal leaves all as it was.
+  const sealedColumns = await sealedColumnPlan(kernel)
 
   let oldFileKeys: Buffer[] = []
   if (source.kind === 'file') {
@@ -106,7 +112,7 @@ export async function rotateMasterKey(kernel: Kernel, options: RotationOptions):
         sealed++
       }
       const plugins = trx as unknown as Kysely<Record<string, Record<string, unknown>>>
-      for (const column of kernel.sealedColumns) {
+      for (const column of sealedColumns) {
         const rows = await plugins.selectFrom(column.table).select([`${column.idColumn} as id`, `${column.column} as value`]).where(column.column, 'is not', null).execute()
         for (const row of rows) {
           const context = `${column.contextPrefix}${row.id}`
