@@ -8,7 +8,7 @@
  * into dist/console, which the console plugin serves at /console/.
  */
 import { spawnSync } from 'node:child_process'
-import { closeSync, cpSync, existsSync, openSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { closeSync, cpSync, existsSync, openSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -68,16 +68,21 @@ try {
   console.error('keygate build: typescript is not installed; run npm install first')
   process.exit(1)
 }
-rmSync(dist, { recursive: true, force: true })
-const compiled = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { cwd: root, stdio: 'inherit' })
+// Built beside dist/ and swapped in when complete: a service, a test or a plugin reading
+// dist/ while a build runs (tests run in parallel with the one that builds) never finds
+// it half written or gone.
+const next = join(root, `.dist-building-${process.pid}`)
+rmSync(next, { recursive: true, force: true })
+process.on('exit', () => rmSync(next, { recursive: true, force: true }))
+const compiled = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', next], { cwd: root, stdio: 'inherit' })
 if (compiled.status !== 0) process.exit(compiled.status ?? 1)
 const webSources = join(root, 'plugins', 'console', 'web')
-cpSync(join(root, 'plugins'), join(dist, 'plugins'), {
+cpSync(join(root, 'plugins'), join(next, 'plugins'), {
   recursive: true,
   // The console's browser sources are built by Vite below, not copied.
   filter: (source) => source !== webSources && (!source.endsWith('.ts') || source.endsWith('.d.ts')),
 })
-if (!existsSync(join(dist, 'kernel', 'boot', 'main.js'))) {
+if (!existsSync(join(next, 'kernel', 'boot', 'main.js'))) {
   console.error('keygate build: dist/kernel/boot/main.js is missing after the build')
   process.exit(1)
 }
@@ -91,7 +96,7 @@ await build({
   logLevel: 'warn',
   esbuild: { jsx: 'automatic', jsxImportSource: 'preact' },
   build: {
-    outDir: join(dist, 'console'),
+    outDir: join(next, 'console'),
     emptyOutDir: true,
     target: 'es2022',
     // Every asset a file of its own: a data: URL for a module would need a wider CSP.
@@ -100,8 +105,13 @@ await build({
     reportCompressedSize: false,
   },
 })
-if (!existsSync(join(dist, 'console', 'index.html'))) {
+if (!existsSync(join(next, 'console', 'index.html'))) {
   console.error('keygate build: dist/console/index.html is missing after the build')
   process.exit(1)
 }
-writeFileSync(stamp, new Date().toISOString() + '\n')
+writeFileSync(join(next, '.built'), new Date().toISOString() + '\n')
+// Two renames: dist/ is missing only between them, never for the length of a build.
+const previous = join(root, `.dist-previous-${process.pid}`)
+if (existsSync(dist)) renameSync(dist, previous)
+renameSync(next, dist)
+rmSync(previous, { recursive: true, force: true })
