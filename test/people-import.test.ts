@@ -185,3 +185,42 @@ t.test('a Source_Id with trailing spaces is the same Source_Id', (t) =>
     t.same(listed.map((person: { Source_Id: string; LastName: string }) => [person.Source_Id, person.LastName]), [['E2', 'Two'], ['E1', 'Uno']])
   }),
 )
+
+// Two imports open at once (a retried sync, or a customer's and a parent-wide one): each
+// importterm terminates only the people neither it nor a newer import delivered.
+t.test('overlapping imports do not terminate the people the other one delivered', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const send = async (importId: number, people: object[]) => {
+      const batch = await service.call('POST', '/people/update/importmass', { body: { ImportId: importId, People: people } })
+      t.equal(batch.status, 200, batch.text)
+      return batch.json
+    }
+    const start = async () => (await service.call('POST', '/people/update/importinit', { body: {} })).json.ImportId as number
+    const finish = async (importId: number) => (await service.call('POST', '/people/update/importterm', { body: { ImportId: importId } })).json
+    const first = await start()
+    await send(first, [{ Source_Id: 'b1', LastName: 'Builder' }, { Source_Id: 'p2', LastName: 'Two' }, { Source_Id: 'x3', LastName: 'Three' }])
+    t.match(await finish(first), { Added: 3, Terminated: 0 })
+
+    const older = await start()
+    const newer = await start()
+    t.match(await send(newer, [{ Source_Id: 'b1', LastName: 'Builder' }, { Source_Id: 'p2', LastName: 'Two-B' }]), { Unchanged: 1, Changed: 1 })
+    // The older import delivers them after the newer one did (p2 changed again: the upsert path).
+    t.match(await send(older, [{ Source_Id: 'b1', LastName: 'Builder' }, { Source_Id: 'p2', LastName: 'Two-A' }, { Source_Id: 'x3', LastName: 'Three' }]), { Unchanged: 2, Changed: 1 })
+    t.match(await finish(older), { Terminated: 0 }, 'the older import delivered all three')
+    t.match(await finish(newer), { Terminated: 1 }, 'the newer import terminates only x3, which it did not deliver')
+    const termDates = async () => Object.fromEntries((await service.call('POST', '/people/read/list', { body: {} })).json.People
+      .map((person: { Source_Id: string; TermDate: string }) => [person.Source_Id, person.TermDate]))
+    t.match(await termDates(), { b1: '', p2: '', x3: /^\d{4}-\d\d-\d\d$/ })
+
+    // A terminated person delivered again keeps the TermDate unless the row clears it (docs/people.md).
+    const again = await start()
+    await send(again, [{ Source_Id: 'b1', LastName: 'Builder' }, { Source_Id: 'p2', LastName: 'Two-A' }, { Source_Id: 'x3', LastName: 'Three' }])
+    t.match(await finish(again), { Unchanged: 3, Terminated: 0 })
+    t.match(await termDates(), { x3: /^\d{4}-\d\d-\d\d$/ })
+    const rehired = await start()
+    await send(rehired, [{ Source_Id: 'b1', LastName: 'Builder' }, { Source_Id: 'p2', LastName: 'Two-A' }, { Source_Id: 'x3', LastName: 'Three', TermDate: '' }])
+    t.match(await finish(rehired), { Changed: 1, Terminated: 0 })
+    t.same(await termDates(), { b1: '', p2: '', x3: '' })
+  }),
+)

@@ -60,7 +60,7 @@ export interface PeopleTable {
   skip: string | null
   date_last: number | null
   date_edit: number
-  /** The last import that delivered this person; importterm terminates the ones it did not. */
+  /** The newest import that delivered this person; importterm of import N terminates those below N (import.ts finishImport). */
   seen_import: number | null
   /**
    * The person's record (interface 2.4) as JSON text after its Id, rendered whenever the
