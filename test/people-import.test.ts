@@ -224,3 +224,29 @@ t.test('overlapping imports do not terminate the people the other one delivered'
     t.same(await termDates(), { b1: '', p2: '', x3: '' })
   }),
 )
+
+t.test('CSV: an unclosed quote or no header line refuses the batch; rows are numbered by physical line', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const importId = (await service.call('POST', '/people/update/importinit', { body: {} })).json.ImportId
+    const refusals: [string, RegExp][] = [
+      ['Source_Id,LastName,FirstName\nqq1,"Bad,F\nqq2,Good,F\nqq3,Good,F\n', /^Error: A quoted field that starts on row 1 is never closed, .*nothing of this batch was written\.$/],
+      ['Source_Id,LastName\r\nok1,Fine\r\n\r\nok2,"Two\r\nlines"\r\nqq4,"open\r\nqq5,x\r\n', /^Error: A quoted field that starts on row 5 is never closed/],
+      ['', /^Error: Csv has no header line/],
+      ['\r\n  \r\n', /^Error: Csv has no header line/],
+    ]
+    for (const [csv, message] of refusals) {
+      const refused = await service.call('POST', '/people/update/importmass', { body: { ImportId: importId, Csv: csv } })
+      t.equal(refused.status, 400, JSON.stringify(csv))
+      t.match(refused.text, message)
+    }
+    t.equal((await service.call('GET', '/People/Read/Missing')).json.Total, 0, 'nothing written')
+
+    // Blank lines and line breaks inside quotes count: Row is the line after the header where the record starts.
+    const csv = 'Source_Id,LastName\nr1,A\n\nr3\nr4,"Two\nlines"\nr6,B,extra\n'
+    const batch = await service.call('POST', '/people/update/importmass', { body: { ImportId: importId, Csv: csv } })
+    t.equal(batch.status, 200, batch.text)
+    t.match(batch.json, { Batch: 1, Rows: 4, Added: 2, Rejected: 2 }, 'the refused batches were not counted')
+    t.same(batch.json.Rejections.map((rejection: { Row: number; Source_Id: string }) => [rejection.Row, rejection.Source_Id]), [[3, 'r3'], [6, 'r6']])
+  }),
+)

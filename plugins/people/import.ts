@@ -1,8 +1,8 @@
-import Papa from 'papaparse'
 import { badRequest, isUniqueViolation, notFound, schemaCheck, sql, type KernelServices } from '../../kernel/sdk.ts'
 import { columnsFromInput, editableFields, personFieldProperties, recordColumns, rememberingHttpDate, type PersonColumns, type PersonInput, type RecordRow } from './fields.ts'
 import { custnoFor } from './queries.ts'
 import { rowsPerStatement, type BulkRow, type BulkWriter } from './bulkWrite.ts'
+import { rowsFromCsv, type SentRow } from './csvRows.ts'
 import { inScope, type PeopleDb, type PeopleRoom, type Scope } from './scope.ts'
 import type { StoredRecords } from './storedRecord.ts'
 
@@ -32,9 +32,6 @@ function rejectedSourceId(sourceId: unknown): string {
   if (typeof sourceId !== 'string' || storableText(sourceId) !== null) return ''
   return sourceId.length <= 100 ? sourceId : Array.from(sourceId).slice(0, 100).join('')
 }
-
-const importFieldNames = [...editableFields.map((field) => field.name), 'Custno']
-const importFieldByLowerName = new Map(importFieldNames.map((name) => [name.toLowerCase(), name]))
 
 export interface Rejection {
   Row: number
@@ -79,57 +76,6 @@ async function openImport(db: PeopleDb, scope: Scope, importId: number) {
   if (!found) throw notFound(`Import ${importId} not found.`)
   if (found.finished !== null) throw badRequest(`Import ${importId} is already finished.`)
   return found
-}
-
-/** One row of a batch as sent, and its 1-based number in the batch (for CSV: the line after the header is 1). */
-interface SentRow {
-  row: number
-  fields: unknown
-  problem?: string
-}
-
-/** 400 naming any column of a CSV header that is not an import field. */
-function checkCsvHeader(header: readonly string[]): void {
-  const unknown = header.filter((name) => !importFieldByLowerName.has(name.toLowerCase()))
-  if (unknown.length > 0) throw badRequest(`Unknown CSV column ${unknown.map((name) => `'${name}'`).join(', ')}. Columns: ${importFieldNames.join(', ')}.`)
-}
-
-/**
- * The rows of a CSV batch, the first line the header. papaparse hands over one record
- * at a time (`step`), each turned into its row at once: the parsed text is never held
- * twice, and rows past the batch limit are only counted.
- */
-function rowsFromCsv(text: string): SentRow[] {
-  const options = { header: true, skipEmptyLines: 'greedy', transformHeader: (header: string) => header.trim() } as const
-  const rows: SentRow[] = []
-  let count = 0
-  let header: string[] | undefined
-  Papa.parse<Record<string, string>>(text, {
-    ...options,
-    step(result, parser) {
-      if (header === undefined) {
-        header = result.meta.fields ?? []
-        if (header.some((name) => !importFieldByLowerName.has(name.toLowerCase()))) return parser.abort()
-      }
-      if (++count > maxBatchRows) return
-      const fields: PersonInput = {}
-      for (const [name, value] of Object.entries(result.data)) {
-        const field = importFieldByLowerName.get(name.toLowerCase())
-        if (field === undefined || value === undefined) continue
-        if (field === 'Custno') {
-          // An empty Custno cell means "not given"; any other text must be a whole number.
-          if (value.trim() !== '') fields.Custno = /^\d{1,15}$/.test(value.trim()) ? Number(value.trim()) : (value as never)
-        } else {
-          fields[field] = value
-        }
-      }
-      rows.push({ row: count, fields, problem: result.errors.length > 0 ? `${result.errors[0].message}.` : undefined })
-    },
-  })
-  // A header-only batch steps no record: its header is read on its own.
-  checkCsvHeader(header ?? Papa.parse(text, { ...options, preview: 1 }).meta.fields ?? [])
-  if (count > maxBatchRows) throw badRequest(`A batch holds at most ${maxBatchRows} rows; this one has ${count}.`)
-  return rows
 }
 
 /** A row that passed every check, ready to write. */
@@ -215,7 +161,7 @@ export async function importBatch(
   if ((batch.People === undefined) === (batch.Csv === undefined)) throw badRequest('Send either People (a JSON array) or Csv (CSV text with a header line).')
   const importId = batch.ImportId
   await openImport(db, scope, importId)
-  const sent: SentRow[] = batch.Csv !== undefined ? rowsFromCsv(batch.Csv) : batch.People!.map((fields, index) => ({ row: index + 1, fields }))
+  const sent: SentRow[] = batch.Csv !== undefined ? rowsFromCsv(batch.Csv, maxBatchRows) : batch.People!.map((fields, index) => ({ row: index + 1, fields }))
   if (sent.length > maxBatchRows) throw badRequest(`A batch holds at most ${maxBatchRows} rows; this one has ${sent.length}.`)
 
   const rejections: Rejection[] = []
