@@ -135,3 +135,19 @@ t.test('a photo file stored by a version before 0.3.2 is still served, and remov
     t.notOk(existsSync(join(service.config.dataDir, ...location.split('/'))), 'the older file goes when the photo is replaced')
   }),
 )
+
+t.test('OnePhoto drops trailing white space from a location, as every field: "   " is no photo', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const person = (await service.call('POST', '/People/Update/OneChange', { body: { LastName: 'Spaces' } })).json
+    const located = await service.call('POST', '/People/Update/OnePhoto', { body: { Id: person.Id, Photo: 'https://intranet.example/a.jpg \t\n' } })
+    t.equal(located.status, 200, located.text)
+    t.equal(located.json.Photo, 'https://intranet.example/a.jpg')
+    t.equal((await service.call('GET', '/People/Read/Missing')).json.Total, 0)
+    const blank = await service.call('POST', '/People/Update/OnePhoto', { body: { Id: person.Id, Photo: '   ' } })
+    t.equal(blank.status, 200, blank.text)
+    t.equal(blank.json.Photo, '', 'white space alone clears the photo')
+    const missing = await service.call('GET', `/People/Read/Missing?filter=Id=${person.Id}`)
+    t.equal(missing.json.Total, 1, 'and the person is missing a photo again')
+  }),
+)

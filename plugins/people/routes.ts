@@ -168,7 +168,10 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
         if (Type !== undefined && Image === undefined) throw badRequest('Type describes Image; it cannot go with Photo.')
         const scope = scopeOf(call.caller)
         const person = await findPerson(db, scope, Id)
-        let location: string | null = Photo || null
+        // A location keeps the text rule of every field (trailing white space dropped): "   " is no photo.
+        const given = columnsFromInput({ Photo })
+        if (typeof given === 'string') throw badRequest(given)
+        let location = given.photo ?? null
         if (Image !== undefined) {
           const image = decodeImage(Image, Type)
           location = await storePhoto(db, { parent: Number(person.parent), custno: Number(person.custno) }, Id, image.bytes, image.type, kernel.clock())
