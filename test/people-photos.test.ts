@@ -151,3 +151,50 @@ t.test('OnePhoto drops trailing white space from a location, as every field: "  
     t.equal(missing.json.Total, 1, 'and the person is missing a photo again')
   }),
 )
+
+t.test("a person's uploaded image goes whenever its Photo changes: after a move, by OneChange, by an import", (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const create = async (body: Record<string, unknown>) => (await service.call('POST', '/People/Update/OneChange', { body })).json as { Id: number }
+    const upload = async (id: number, bytes = png) => {
+      const answer = await service.call('POST', '/People/Update/OnePhoto', { body: { Id: id, Image: bytes.toString('base64') } })
+      t.equal(answer.status, 200, answer.text)
+      t.ok(await storedImage(service, answer.json.Photo), 'stored')
+      return answer.json.Photo as string
+    }
+
+    // Stored under Custno 1, then moved to Custno 2 by the parent-wide key, then replaced.
+    const moved = await create({ LastName: 'Moved', Custno: 1 })
+    const beforeMove = await upload(moved.Id)
+    t.match(beforeMove, new RegExp(`^photos/1/1/${moved.Id}-`))
+    t.equal((await service.call('POST', '/People/Update/OneChange', { body: { Id: moved.Id, Custno: 2 } })).status, 200)
+    t.equal((await service.call('POST', '/People/Update/OnePhoto', { body: { Id: moved.Id, Photo: 'https://intranet.example/m.jpg' } })).status, 200)
+    t.equal(await storedImage(service, beforeMove), undefined, 'the image stored before the move is removed when replaced')
+
+    const cleared = await create({ LastName: 'Cleared' })
+    const clearedPhoto = await upload(cleared.Id)
+    t.equal((await service.call('POST', '/People/Update/OneChange', { body: { Id: cleared.Id, Photo: '' } })).json.Photo, '')
+    t.equal(await storedImage(service, clearedPhoto), undefined, 'OneChange clearing Photo removes the image')
+
+    const relocated = await create({ LastName: 'Relocated' })
+    const relocatedPhoto = await upload(relocated.Id)
+    t.equal((await service.call('POST', '/People/Update/OneChange', { body: { Id: relocated.Id, Photo: 'https://intranet.example/r.jpg' } })).status, 200)
+    t.equal(await storedImage(service, relocatedPhoto), undefined, 'OneChange changing Photo removes the image')
+    const untouched = await create({ LastName: 'Untouched' })
+    const untouchedPhoto = await upload(untouched.Id)
+    t.equal((await service.call('POST', '/People/Update/OneChange', { body: { Id: untouched.Id, Dept: 'IT', Photo: untouchedPhoto } })).status, 200)
+    t.ok(await storedImage(service, untouchedPhoto), 'a change that keeps Photo keeps the image')
+
+    const imported = await create({ LastName: 'Imported', Source_Id: 'I1' })
+    const kept = await create({ LastName: 'Kept', Source_Id: 'I2' })
+    const importedPhoto = await upload(imported.Id)
+    const keptPhoto = await upload(kept.Id, jpeg)
+    const importId = (await service.call('POST', '/people/update/importinit', { body: {} })).json.ImportId
+    const batch = await service.call('POST', '/people/update/importmass', { body: { ImportId: importId, Csv: 'Source_Id,LastName,Photo\nI1,Imported,\n' } })
+    t.match(batch.json, { Changed: 1 }, batch.text)
+    t.equal(await storedImage(service, importedPhoto), undefined, 'an import row clearing Photo removes the image')
+    const other = await service.call('POST', '/people/update/importmass', { body: { ImportId: importId, People: [{ Source_Id: 'I2', LastName: 'Kept', Dept: 'HR' }] } })
+    t.match(other.json, { Changed: 1 }, other.text)
+    t.ok(await storedImage(service, keptPhoto), 'an import row without Photo keeps the image')
+  }),
+)

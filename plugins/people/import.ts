@@ -3,6 +3,7 @@ import { columnsFromInput, editableFields, personFieldProperties, recordColumns,
 import { custnoFor } from './queries.ts'
 import { rowsPerStatement, type BulkRow, type BulkWriter } from './bulkWrite.ts'
 import { rowsFromCsv, type SentRow } from './csvRows.ts'
+import { forgetStoredPhotos, replacedStoredPhoto } from './photos.ts'
 import { inScope, type PeopleDb, type PeopleRoom, type Scope } from './scope.ts'
 import type { StoredRecords } from './storedRecord.ts'
 
@@ -149,6 +150,8 @@ export interface BatchResult {
   answer: BatchAnswer
   /** The customers whose people were added or changed: their cached listings are stale. */
   touchedCustnos: number[]
+  /** The people's own uploaded images their new Photo replaced (rows removed with the batch; files of versions before 0.3.2 the caller's). */
+  replacedPhotos: string[]
 }
 
 export async function importBatch(
@@ -227,6 +230,13 @@ export async function importBatch(
         }
       }
       const changed = changedRows.length
+      // Only rows whose Photo changes from an image we stored for that person (photos.ts).
+      const replacedPhotos: string[] = []
+      for (const row of changedRows) {
+        const stored = existing.get(`${row.custno}\u0000${row.sourceId}`)!
+        const replaced = replacedStoredPhoto(stored.photo, row.columns.photo, { parent: scope.parent, personId: Number(stored.id) })
+        if (replaced !== null) replacedPhotos.push(replaced)
+      }
       const formatDate = rememberingHttpDate()
       await writes.bulk.insert(trx, newPersonColumns, added.map((row) => newPersonValues(row.columns, row.custno, scope.parent, importId, now, writes.records, formatDate)))
       for (const [fields, rows] of changedByFields(changedRows)) {
@@ -245,6 +255,7 @@ export async function importBatch(
         await trx.updateTable('people').set({ seen_import: importId }).where('id', 'in', part)
           .where((eb) => eb.or([eb('seen_import', 'is', null), eb('seen_import', '<', importId)])).execute()
       }
+      await forgetStoredPhotos(trx, replacedPhotos)
       for (const part of chunks(rejections, rowsPerStatement)) {
         await trx.insertInto('people_import_rejections').values(part.map((rejection) => ({
           import_id: importId, batch: Number(batchNumber), row_no: rejection.Row, source_id: rejection.Source_Id || null, reason: rejection.Reason.slice(0, 500),
@@ -263,6 +274,7 @@ export async function importBatch(
           Added: added.length, Changed: changed, Unchanged: unchangedIds.length, Rejected: rejections.length, Rejections: rejections,
         },
         touchedCustnos: [...touched],
+        replacedPhotos,
       }
     })
   } catch (error) {

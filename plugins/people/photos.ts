@@ -75,15 +75,26 @@ export async function storePhoto(db: PeopleDb, scope: Scope, personId: number, b
 }
 
 /**
- * Removes a photo we stored earlier for this very person (its row, or its file from an
- * earlier version). Any other location (a URL, another path, or another person's stored
- * image that a client wrote into Photo) is left alone: a client can name any location,
- * so only the exact name storePhoto gives this person's images may lead to a deletion.
+ * The location of this person's own uploaded image that a change of Photo from `before`
+ * to `after` replaces, or null. Only the exact name storePhoto gives this person's
+ * images counts: a client can name any location (a URL, another path, another person's
+ * stored image), and no such name may lead to a deletion. The Custno part is any
+ * customer's, since a person moved between customers keeps the image stored before.
  */
-export async function removeStoredPhoto(db: PeopleDb, dataDir: string, location: string | null, owner: Scope & { personId: number }): Promise<void> {
-  if (!location) return
-  const own = new RegExp(`^${photosFolder}/${owner.parent}/${owner.custno}/${owner.personId}-[0-9a-f]{16}\\.(?:jpg|png|webp)$`)
-  if (!own.test(location)) return
-  await db.deleteFrom('people_photos').where('location', '=', location).execute()
-  await rm(join(dataDir, ...location.split('/')), { force: true }).catch(() => undefined)
+export function replacedStoredPhoto(before: string | null, after: string | null | undefined, owner: { parent: number; personId: number }): string | null {
+  if (!before || after === undefined || after === before) return null
+  const own = new RegExp(`^${photosFolder}/${owner.parent}/\\d+/${owner.personId}-[0-9a-f]{16}\\.(?:jpg|png|webp)$`)
+  return own.test(before) ? before : null
+}
+
+/** Deletes replaced images' rows, in the transaction that changes their people's Photo. */
+export async function forgetStoredPhotos(trx: PeopleDb, locations: readonly string[]): Promise<void> {
+  for (let at = 0; at < locations.length; at += 1000) {
+    await trx.deleteFrom('people_photos').where('location', 'in', locations.slice(at, at + 1000)).execute()
+  }
+}
+
+/** Removes the files that versions before 0.3.2 stored for replaced images (after the change is committed; most have none). */
+export async function removePhotoFiles(dataDir: string, locations: readonly string[]): Promise<void> {
+  for (const location of locations) await rm(join(dataDir, ...location.split('/')), { force: true }).catch(() => undefined)
 }

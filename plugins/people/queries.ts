@@ -1,5 +1,6 @@
 import { badRequest, isUniqueViolation, notFound, type Addition } from '../../kernel/sdk.ts'
 import { columnsFromInput, personRecord, recordColumns, type PersonColumns, type PersonInput, type PersonRecord, type RecordRow } from './fields.ts'
+import { forgetStoredPhotos, replacedStoredPhoto } from './photos.ts'
 import { inScope, type PeopleDb, type PeopleRoom, type Scope } from './scope.ts'
 import type { StoredRecords } from './storedRecord.ts'
 
@@ -23,26 +24,32 @@ export async function findPerson(db: PeopleDb, scope: Scope, id: number): Promis
 /**
  * Writes `columns` (and DateEdit) over one person of the scope and renders its stored
  * record, in one transaction: a concurrent write to the same person waits for both, so
- * the text always matches the columns. `db` may already be a transaction.
+ * the text always matches the columns. When the write replaces the person's own uploaded
+ * image, that image's row goes in the same transaction; its location is answered (a file
+ * of a version before 0.3.2 is the caller's to remove). `db` may already be a transaction.
  */
-async function updatePerson(db: PeopleDb, scope: Scope, id: number, columns: PersonColumns, now: number, records: StoredRecords): Promise<void> {
+async function updatePerson(db: PeopleDb, scope: Scope, before: RecordRow, columns: PersonColumns, now: number, records: StoredRecords): Promise<string | null> {
+  const id = Number(before.id)
+  const replaced = replacedStoredPhoto(before.photo, columns.photo, { parent: Number(before.parent), personId: id })
   const update = (trx: PeopleDb) => trx.updateTable('people').set({ ...columns, date_edit: now }).where('id', '=', id).where(inScope(scope)).execute()
-  if (!records.kept) {
+  if (!records.kept && replaced === null) {
     await update(db)
-    return
+    return null
   }
   const write = async (trx: PeopleDb) => {
     await update(trx)
-    await records.render(trx, [id])
+    if (records.kept) await records.render(trx, [id])
+    if (replaced !== null) await forgetStoredPhotos(trx, [replaced])
   }
   await (db.isTransaction ? write(db) : db.transaction().execute(write))
+  return replaced
 }
 
 /** A write that makes a person count in a customer: the room check and the write in one transaction. */
-async function updateWithRoom(db: PeopleDb, room: PeopleRoom, addition: Addition, scope: Scope, id: number, columns: PersonColumns, now: number, records: StoredRecords): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+async function updateWithRoom(db: PeopleDb, room: PeopleRoom, addition: Addition, scope: Scope, before: RecordRow, columns: PersonColumns, now: number, records: StoredRecords): Promise<string | null> {
+  return db.transaction().execute(async (trx) => {
     await room(trx, [addition])
-    await updatePerson(trx, scope, id, columns, now, records)
+    return updatePerson(trx, scope, before, columns, now, records)
   })
 }
 
@@ -91,6 +98,8 @@ export async function createPerson(db: PeopleDb, scope: Scope, input: PersonInpu
 export interface ChangedPerson {
   before: RecordRow
   after: PersonRecord
+  /** The person's own uploaded image the change replaced (its row is gone), or null. */
+  replacedPhoto: string | null
 }
 
 /**
@@ -109,24 +118,24 @@ export async function changePerson(db: PeopleDb, scope: Scope, id: number, input
   }
   const moves = columns.custno !== undefined && columns.custno !== Number(before.custno) && Number(before.deleted) === 0
   // A move keeps the Source_Id, which the target customer may hold already.
-  await writing(columns.source_id ?? before.source_id, () => moves
-    ? updateWithRoom(db, room, { parent: Number(before.parent), custno: columns.custno!, count: 1, move: true }, scope, id, columns, now, records)
-    : updatePerson(db, scope, id, columns, now, records))
+  const replacedPhoto = await writing(columns.source_id ?? before.source_id, () => moves
+    ? updateWithRoom(db, room, { parent: Number(before.parent), custno: columns.custno!, count: 1, move: true }, scope, before, columns, now, records)
+    : updatePerson(db, scope, before, columns, now, records))
   // Still in scope after a move: only a parent-wide key may change Custno, and it sees every Custno.
-  return { before, after: personRecord(await findPerson(db, scope, id)) }
+  return { before, after: personRecord(await findPerson(db, scope, id)), replacedPhoto }
 }
 
 /** Sets columns the server owns (Deleted, TermDate, Photo) on one person of the scope. */
 export async function setPersonColumns(db: PeopleDb, scope: Scope, id: number, columns: PersonColumns, now: number, records: StoredRecords): Promise<ChangedPerson> {
   const before = await findPerson(db, scope, id)
-  await updatePerson(db, scope, id, columns, now, records)
-  return { before, after: personRecord(await findPerson(db, scope, id)) }
+  const replacedPhoto = await updatePerson(db, scope, before, columns, now, records)
+  return { before, after: personRecord(await findPerson(db, scope, id)), replacedPhoto }
 }
 
 /** OneRecall: a deleted person counts again, so the tenant's MaxPeople must have room for it. */
 export async function recallPerson(db: PeopleDb, scope: Scope, id: number, now: number, room: PeopleRoom, records: StoredRecords): Promise<ChangedPerson> {
   const before = await findPerson(db, scope, id)
   if (Number(before.deleted) === 0) return setPersonColumns(db, scope, id, { deleted: 0 }, now, records)
-  await updateWithRoom(db, room, { parent: Number(before.parent), custno: Number(before.custno), count: 1 }, scope, id, { deleted: 0 }, now, records)
-  return { before, after: personRecord(await findPerson(db, scope, id)) }
+  await updateWithRoom(db, room, { parent: Number(before.parent), custno: Number(before.custno), count: 1 }, scope, before, { deleted: 0 }, now, records)
+  return { before, after: personRecord(await findPerson(db, scope, id)), replacedPhoto: null }
 }

@@ -2,7 +2,7 @@ import { badRequest, calendarDayAt, defineRoute, type JsonText, type CachePolicy
 import { columnsFromInput, dayText, personRecordFields, type PersonInput } from './fields.ts'
 import { listingRows, planListing, runListing, type ListedPage, type ListingParameters, type ListingSet, type ListingMemo } from './listing.ts'
 import { changePerson, createPerson, findPerson, recallPerson, setPersonColumns, type ChangedPerson } from './queries.ts'
-import { decodeImage, removeStoredPhoto, storePhoto } from './photos.ts'
+import { decodeImage, removePhotoFiles, storePhoto } from './photos.ts'
 import { finishImport, importBatch, startImport } from './import.ts'
 import { bulkWriter } from './bulkWrite.ts'
 import { storedRecords } from './storedRecord.ts'
@@ -58,9 +58,13 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
     return listed.body
   }
 
-  /** After a single-person write: the person's customer may have changed (a parent-wide key moving it). */
-  function changed(call: Call<any, any>, result: ChangedPerson) {
+  /**
+   * After a single-person write: the person's customer may have changed (a parent-wide
+   * key moving it), and a replaced upload of a version before 0.3.2 may have left a file.
+   */
+  async function changed(call: Call<any, any>, result: ChangedPerson) {
     dropCachedListings(kernel, call.caller.parent, [Number(result.before.custno), result.after.Custno])
+    if (result.replacedPhoto !== null) await removePhotoFiles(kernel.config.dataDir, [result.replacedPhoto])
     return result.after
   }
 
@@ -176,11 +180,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
           const image = decodeImage(Image, Type)
           location = await storePhoto(db, { parent: Number(person.parent), custno: Number(person.custno) }, Id, image.bytes, image.type, kernel.clock())
         }
-        const result = await setPersonColumns(db, scope, Id, { photo: location, has_photo: location ? 1 : 0 }, kernel.clock(), records)
-        if (result.before.photo !== location) {
-          await removeStoredPhoto(db, kernel.config.dataDir, result.before.photo, { parent: Number(person.parent), custno: Number(person.custno), personId: Id })
-        }
-        return changed(call, result)
+        return changed(call, await setPersonColumns(db, scope, Id, { photo: location, has_photo: location ? 1 : 0 }, kernel.clock(), records))
       },
     }),
     defineRoute<{ Id: number }>({
@@ -233,8 +233,9 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       xml: { root: 'ImportBatch', item: 'Rejection' },
       async handler(call) {
         const scope = scopeOf(call.caller)
-        const { answer, touchedCustnos } = await importBatch(db, scope, call.body, kernel.clock(), { room, bulk, readCommitted: kernel.dialect === 'mysql', records })
+        const { answer, touchedCustnos, replacedPhotos } = await importBatch(db, scope, call.body, kernel.clock(), { room, bulk, readCommitted: kernel.dialect === 'mysql', records })
         if (touchedCustnos.length > 0) dropCachedListings(kernel, scope.parent, touchedCustnos)
+        await removePhotoFiles(kernel.config.dataDir, replacedPhotos)
         return answer
       },
     }),
