@@ -219,3 +219,22 @@ t.test('every kind of update drops the cached listings at once', (t) =>
     }
   }),
 )
+
+t.test('a date given as an RFC 3339 date-time is the calendar day as written in its offset; an HTTP-date its GMT day', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const person = await createPerson(service, {
+      LastName: 'Offset', Birthday: '1990-11-27T23:00:00-05:00', HireDate: '2020-03-01T00:30:00+02:00', TermDate: 'Sat, 28 Nov 2026 01:00:00 GMT',
+    })
+    t.match(person, { Birthday: '1990-11-27', HireDate: '2020-03-01', TermDate: '2026-11-28' })
+    const terminated = await service.call('POST', '/People/Update/OneTerminate', { body: { Id: person.Id, TermDate: '2026-12-31T23:30:00-05:00' } })
+    t.equal(terminated.json.TermDate, '2026-12-31')
+    const importId = (await service.call('POST', '/people/update/importinit', { body: {} })).json.ImportId
+    const batch = await service.call('POST', '/people/update/importmass', {
+      body: { ImportId: importId, Csv: 'Source_Id,LastName,HireDate\nO1,Imported,2021-06-30T22:00:00-07:00\nO2,Leap,2021-02-29T10:00:00+01:00\n' },
+    })
+    t.match(batch.json, { Added: 1, Rejected: 1, Rejections: [{ Row: 2, Reason: /^HireDate must be a date/ }] }, batch.text)
+    const imported = (await service.call('POST', '/people/read/filtered', { body: { filter: 'Source_Id=O1' } })).json.People[0]
+    t.equal(imported.HireDate, '2021-06-30')
+  }),
+)

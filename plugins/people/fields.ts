@@ -61,13 +61,16 @@ export const personFieldProperties: Record<string, object> = {
 export type PersonInput = Record<string, unknown> & { Custno?: number }
 
 const plainDate = /^(\d{4})-(\d{2})-(\d{2})$/
+/** An RFC 3339 date-time: its date part, as the sender wrote it in their own offset. */
+const dateTimeDate = /^(\d{4}-\d{2}-\d{2})T/i
 const daysInMonth = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
 
 /**
- * A calendar date as `YYYY-MM-DD`. Input may be that, or an HTTP-date / RFC 3339
- * date-time whose UTC date is taken. A Birthday keeps whatever year it is given
- * (interface 2.4: "with an invalid year", e.g. 0000 or 1900), so only month and day
- * are checked there; other dates must be real days.
+ * A calendar date as `YYYY-MM-DD`. Input may be that, an RFC 3339 date-time, whose date
+ * is taken as written (the sender's own calendar day: `1990-11-27T23:00:00-05:00` is
+ * 27 November, not the UTC day it falls on), or an HTTP-date, whose date is the GMT one
+ * it names. A Birthday keeps whatever year it is given (interface 2.4: "with an invalid
+ * year", e.g. 0000 or 1900), so only month and day are checked there; other dates must be real days.
  */
 function normalizeDate(text: string, anyYear: boolean): string | null {
   const match = plainDate.exec(text)
@@ -79,7 +82,9 @@ function normalizeDate(text: string, anyYear: boolean): string | null {
     return text
   }
   const time = parseInputDate(text)
-  return time === null ? null : new Date(time).toISOString().slice(0, 10)
+  if (time === null) return null
+  const written = dateTimeDate.exec(text)
+  return written ? normalizeDate(written[1], anyYear) : new Date(time).toISOString().slice(0, 10)
 }
 
 /** A calendar day as a date field stores it (`YYYY-MM-DD`): "today" is the tenant's day (D14), not UTC's. */
