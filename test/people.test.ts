@@ -113,6 +113,11 @@ t.test('POST /people/read/list, /filtered, /sorted', (t) =>
     const filtered = await service.call('POST', '/people/read/filtered', { body: { filter: 'Dept=Sales', IncludeDeleted: true } })
     t.same(names(filtered.json), ['Gone Deleted', 'Ann Zed'])
     t.match((await service.call('POST', '/people/read/filtered', { body: {} })).text, /^Error: filter is required/)
+    for (const [path, body] of [['/people/read/filtered', { filter: ',' }], ['/people/read/filtered', { filter: ' , ' }], ['/people/read/sorted', { sort: ',' }], ['/people/read/sorted', { sort: ' , ' }]] as const) {
+      const refused = await service.call('POST', path, { body })
+      t.equal(refused.status, 400, `${path} ${JSON.stringify(body)}: only commas name no field`)
+      t.equal(refused.text, `Error: ${Object.keys(body)[0]} is required on ${path}.`)
+    }
     const sorted = await service.call('POST', '/people/read/sorted', { body: { sort: '-FirstName' } })
     t.same(names(sorted.json), ['Bob Adams', 'Ann Zed'])
     t.match((await service.call('POST', '/people/read/sorted', { body: { sort: 'Nope' } })).text, /^Error: Unknown sort field 'Nope'/)
@@ -136,7 +141,8 @@ t.test('single-person updates answer the person as stored', (t) =>
       [{ FirstName: 'No last name' }, /^Error: LastName is required/],
       [{ LastName: 'X', Gender: 'Male' }, /^Error: Gender must be one of M, F, U/],
       [{ LastName: 'X', HireDate: '2021-02-29' }, /^Error: HireDate must be a date/],
-      [{ LastName: 'X', Email: 'not an email' }, /^Error: Email must match/],
+      [{ LastName: 'X', Email: 'not an email' }, /^Error: Email must be an e-mail address such as name@example\.com, got 'not an email'\.$/],
+      [{ LastName: 'X', Email: 'no-at' }, /^Error: Email must be an e-mail address such as name@example\.com/],
       [{ LastName: 'X', Salary: 1 }, /^Error: Salary is not a known field/],
       [{ LastName: 'X', Source_Id: 'HR-1' }, /^Error: Source_Id 'HR-1' is already used/],
       [{ Id: created.Id, LastName: '' }, /^Error: LastName cannot be emptied/],

@@ -86,7 +86,8 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
           if (name in call.query) throw badRequest(`${name} is given both in the query string and in the body.`)
         }
         const parameters = { ...call.query, ...fromBody }
-        if (required && !parameters[required]?.trim()) throw badRequest(`${required} is required on ${path}.`)
+        // Only commas and spaces ("," or " , ") name no field either: the route's point is missing.
+        if (required && !/[^,\s]/.test(parameters[required] ?? '')) throw badRequest(`${required} is required on ${path}.`)
         const plan = planListing(parameters, { allowDeletedFilter: true })
         // Deleted people are listed only when asked: IncludeDeleted, or a filter on Deleted.
         const askedForDeleted = IncludeDeleted === 1 || IncludeDeleted === true || plan.conditions.some((condition) => condition.column === 'deleted')

@@ -101,10 +101,16 @@ export const todayQuery = {
   properties: { dispgroup: { type: 'string', minLength: 1, maxLength: 100 } },
 } as const
 
-/** GET /People/Read/Photo?Id=N (D14). */
+/**
+ * GET /People/Read/Photo?Id=N (D14). Parameter names are case-sensitive: `?id=10` must
+ * answer that `id` is not a known parameter, not that Id is missing. The validator checks
+ * `required` before `additionalProperties` at one level, but `allOf` before both, so the
+ * unknown-name check is repeated there to come first.
+ */
 export const photoQuery = {
   type: 'object',
   additionalProperties: false,
   required: ['Id'],
   properties: { Id: id },
+  allOf: [{ additionalProperties: false, properties: { Id: {} } }],
 } as const
