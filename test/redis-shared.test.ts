@@ -193,6 +193,17 @@ t.test('three processes over MariaDB + Redis are one service', async (t) => {
       t.equal(unread, 0, 'each of 300 records read at once through another process')
     })
 
+    await t.test('a call answered by one process is in the history read through another at once', async (t) => {
+      const { key } = await createKey(c)
+      let missing = 0
+      for (let round = 0; round < 10; round++) {
+        const made = await call(a, key, 'GET', '/Api/Read/Acl')
+        const history = await call(b, key, 'POST', '/Api/Read/History', {})
+        if (!history.json.Calls.some((item: { Id: number }) => item.Id === Number(made.headers.get('x-requestid')))) missing++
+      }
+      t.equal(missing, 0, 'each of 10 calls listed at once by another process')
+    })
+
     await t.test('one process SIGKILLed mid-load: the others keep answering and it leaves servers', async (t) => {
       const victim = cc
       const load = Array.from({ length: 60 }, async (_, index) => {

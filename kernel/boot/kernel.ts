@@ -132,7 +132,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const callLog = new CallLog(db, config.log, clock, report, nodes.nodeId, (batch) => {
     const { rows, texts } = withSharedAnswers(batch)
     return database.insertMany('api_log', rows, { table: 'api_log_body', texts })
-  })
+  }, async () => (await nodes.live()).some((server) => server.nodeId !== nodes.nodeId))
   requestIds.resumeAfter(await callLog.lastId())
   followNodeId(nodes, requestIds, () => callLog.lastId(), report)
   callLog.startPurging()

@@ -30,10 +30,12 @@ export class CallLog {
     nodeId = 0,
     /** How a batch is written (Database.insertMany; plain Kysely when not given). */
     insertBatch?: (rows: readonly LogRow[]) => Promise<unknown>,
+    /** Whether other processes serve calls now (their queued records land within flushMs). */
+    othersServing: () => Promise<boolean> = async () => false,
   ) {
     this.queue = new CallLogQueue(db, options, report, insertBatch)
     this.retention = new CallLogRetention(db, options, clock, report)
-    this.reads = new CallLogReads(db, this.queue, options, clock, nodeId)
+    this.reads = new CallLogReads(db, this.queue, options, clock, nodeId, othersServing)
   }
 
   /** Told the duration of each written batch (metrics). */

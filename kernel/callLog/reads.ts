@@ -15,6 +15,7 @@ export class CallLogReads {
     private readonly clock: () => number,
     /** This process's node id: a sibling's fresh record may still be in the sibling's queue. */
     private readonly nodeId: number,
+    private readonly othersServing: () => Promise<boolean> = async () => false,
   ) {}
 
   async find(id: number, keyId: number): Promise<(LogRecord & { Id: number }) | undefined> {
@@ -43,6 +44,9 @@ export class CallLogReads {
    */
   async history(keyId: number, options: { page: number; size: number; from?: number; to?: number; apiFunction?: string }) {
     await this.queue.flush()
+    // A call another process answered a moment ago may still be in its queue (D16: readable
+    // through any process at once): with siblings serving, wait one flush of theirs.
+    if (await this.othersServing()) await new Promise((resolve) => setTimeout(resolve, this.options.flushMs * 2 + 20))
     let query = this.db.selectFrom('api_log').where('key_id', '=', keyId)
     if (options.from !== undefined) query = query.where('id', '>=', firstIdAt(options.from))
     if (options.to !== undefined) query = query.where('id', '<', firstIdAt(options.to + 1))
