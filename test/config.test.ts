@@ -29,6 +29,8 @@ t.test('defaults, file, environment, in that order', async (t) => {
   t.equal(fromEnv.port, 9100, 'environment beats the file')
   t.same(fromEnv.plugins, ['acl', 'keys'])
   t.equal(fromEnv.databaseUrl, 'mysql://u:p@db:3306/keygate')
+  t.same(config.database, { queryTimeoutMs: 10000 }, 'a silent database ends a call at 10 s by default')
+  t.same(loadConfig({}, { DATABASE_QUERY_TIMEOUT_MS: '2500' }).database, { queryTimeoutMs: 2500 })
 })
 
 t.test('a bad setting names itself', async (t) => {
@@ -47,6 +49,7 @@ t.test('a bad setting names itself', async (t) => {
     [{ WEBHOOKS_ALLOW_ADDRESSES: 'localhost' }, /^invalid setting webhooks\.allowAddresses: not an IP address or CIDR range \(got "localhost"\)$/],
     [{ WEBHOOKS_ALLOW_ADDRESSES: 'fd00::/8/1' }, /invalid setting webhooks\.allowAddresses: .*\(got "fd00::\/8\/1"\)/],
     [{ WEBHOOKS_MAX_PER_TENANT: '-1' }, /invalid setting webhooks\.maxPerTenant/],
+    [{ DATABASE_QUERY_TIMEOUT_MS: '0' }, /^invalid setting database\.queryTimeoutMs: must be >= 100 \(got 0\)$/],
     [{ DATABASE_URL: 'mysql://u:S3CRET PW@h/x%' }, /^invalid setting databaseUrl: a %-escape in the user, password or database name is not valid \(write % itself as %25\) \(got "mysql:\/\/u:\*+@h\/x%"\)$/],
     [{ MASTER_KEY: '/nonexistent/keygate/master.key' }, /^invalid setting masterKey: the key file \/nonexistent\/keygate\/master\.key does not exist$/],
     [{ PORT: '9100', METRICS_PORT: '9100' }, /^invalid setting metrics\.port: the same port as the service's own \(9100\)$/],

@@ -19,6 +19,12 @@ export interface Config {
   /** `mysql://user:pass@host:3306/db`; null or absent = embedded SQLite in dataDir. */
   databaseUrl: string | null
   /**
+   * MySQL/MariaDB: how long a statement, or a wait for a pooled connection, may take
+   * before the call answers 503 (D6: a database that stops answering without refusing,
+   * as a paused server or a firewall drop does). Absent = the default (10 s).
+   */
+  database?: { queryTimeoutMs: number }
+  /**
    * `redis://[:pass@]host:6379/0` (or `rediss://`): rate limits, replay memory and cache
    * invalidation shared by every process of the service (D16). Null = per process.
    */
@@ -104,6 +110,12 @@ const schema = {
     basePath: { type: 'string', pattern: '^(/[A-Za-z0-9._~-]+)*$' },
     dataDir: { type: 'string', minLength: 1 },
     databaseUrl: { type: ['string', 'null'], pattern: '^mysql://' },
+    database: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['queryTimeoutMs'],
+      properties: { queryTimeoutMs: { type: 'integer', minimum: 100, maximum: 3_600_000 } },
+    },
     redisUrl: { type: ['string', 'null'], pattern: '^rediss?://' },
     plugins: {
       type: 'array',
@@ -225,6 +237,7 @@ const environmentSettings: Record<string, { path: string[]; type: 'string' | 'in
   BASE_PATH: { path: ['basePath'], type: 'string' },
   DATA_DIR: { path: ['dataDir'], type: 'string' },
   DATABASE_URL: { path: ['databaseUrl'], type: 'nullable' },
+  DATABASE_QUERY_TIMEOUT_MS: { path: ['database', 'queryTimeoutMs'], type: 'integer' },
   REDIS_URL: { path: ['redisUrl'], type: 'nullable' },
   PLUGINS: { path: ['plugins'], type: 'list' },
   BODY_LIMIT: { path: ['bodyLimit'], type: 'integer' },
