@@ -108,6 +108,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     const nodes = await NodeRegistry.start(db, { ...config.nodes, nodeId: config.nodeId, serverName: config.serverName, host: config.host, report })
     return { secrets, daySecret, createdRootKey, nodes }
   })().catch(async (error) => { await database.close(); throw error })
+  // The start's work may rightly wait longer (migrations, the start lock); calls may not (D6).
+  database.limitQueryTime()
 
   const keys = new KeyDirectory(db, secrets, clock, config.cache.maxEntries, config.cache.keyTtlSeconds)
   // With Redis every process (cluster workers too) counts in Redis directly (D16).

@@ -8,6 +8,7 @@ import type { PoolOptions } from 'mysql2'
 import type { CoreTables } from './coreTables.ts'
 import { sqliteWriterThread } from './sqliteWriterThread.ts'
 import { mysqlWriterThread } from './mysqlWriterThread.ts'
+import { defaultQueryTimeoutMs, timeLimitedPool } from './mysqlTimeLimit.ts'
 import type { WriterThread } from './writerThread.ts'
 
 export type Dialect = 'sqlite' | 'mysql'
@@ -43,7 +44,22 @@ export interface Database {
     rows: readonly RowWithTextBytes<Insertable<CoreTables[Table]>>[],
     shared?: { table: 'api_log_body'; texts: readonly SharedText[] },
   ): Promise<void>
+  /**
+   * Puts `queryTimeoutMs` (openDatabase) on the request pool's work from now on: on
+   * MySQL each statement and each wait for a connection then ends within it or fails as
+   * an outage (D6: 503). Called once the start's work is done (migrations, start locks
+   * may rightly take longer). insertMany's writer thread has it from the first batch.
+   * SQLite needs none: its waits end at busy_timeout.
+   */
+  limitQueryTime(): void
   close(): Promise<void>
+}
+
+/** Where a database is and, for MySQL, its time limit (config `database.queryTimeoutMs`). */
+export interface DatabaseOptions {
+  databaseUrl: string | null
+  dataDir: string
+  database?: { queryTimeoutMs: number }
 }
 
 /** SQLite's page size for a new database file, and the request thread's page cache (below). */
@@ -54,8 +70,8 @@ const sqliteCacheKib = 16 * 1024
  * `checkpointInBackground` (the service's own database, not the CLI's): SQLite's WAL
  * checkpoints run in the writer thread instead of inside the service's commits.
  */
-export function openDatabase(options: { databaseUrl: string | null; dataDir: string }, { checkpointInBackground = false } = {}): Database {
-  if (options.databaseUrl) return openMysql(options.databaseUrl)
+export function openDatabase(options: DatabaseOptions, { checkpointInBackground = false } = {}): Database {
+  if (options.databaseUrl) return openMysql(options.databaseUrl, options.database?.queryTimeoutMs ?? defaultQueryTimeoutMs)
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 })
   const path = join(options.dataDir, 'keygate.sqlite')
   const file = new SQLite(path)
@@ -109,6 +125,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
     dialect: 'sqlite',
     db,
     insertMany: (table, rows, shared) => handOver(writer, listValues, table, rows, shared),
+    limitQueryTime: () => undefined,
     async close() {
       await writer.stop()
       await db.destroy()
@@ -243,18 +260,19 @@ export function mysqlPoolOptions(url: string): PoolOptions {
   }
 }
 
-function openMysql(url: string): Database {
+function openMysql(url: string, queryTimeoutMs: number): Database {
   const options = mysqlPoolOptions(url)
   // Loaded only here: a service on SQLite does not carry the MySQL driver's code (about 10 MB of RSS).
   const { createPool } = createRequire(import.meta.url)('mysql2') as typeof import('mysql2')
-  const pool = createPool(options)
-  const db = new Kysely<CoreTables>({ dialect: new MysqlDialect({ pool }) })
-  const writer = mysqlWriterThread(options)
+  const pool = timeLimitedPool(createPool(options))
+  const db = new Kysely<CoreTables>({ dialect: new MysqlDialect({ pool: pool.pool }) })
+  const writer = mysqlWriterThread(options, queryTimeoutMs)
   const listValues = valueListers(crossing)
   return {
     dialect: 'mysql',
     db,
     insertMany: (table, rows, shared) => handOver(writer, listValues, table, rows, shared),
+    limitQueryTime: () => pool.limit(queryTimeoutMs),
     async close() {
       await writer.stop()
       await db.destroy()
