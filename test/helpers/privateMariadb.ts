@@ -47,6 +47,18 @@ export class PrivateMariadb {
     throw new Error('the private MariaDB did not start')
   }
 
+  /**
+   * SIGSTOP: the server stops answering but its connections stay open, as a host that
+   * vanished or a firewall that drops packets looks to the service.
+   */
+  pause(): void {
+    this.process?.kill('SIGSTOP')
+  }
+
+  resume(): void {
+    this.process?.kill('SIGCONT')
+  }
+
   async stop(): Promise<void> {
     const running = this.process
     if (!running || running.exitCode !== null) return
