@@ -104,6 +104,15 @@ t.test('the 4th call of 3/1Min is 429 with Retry-After; RateLimit fields on ever
   t.equal(open.headers.get('ratelimit-policy'), null)
 })
 
+t.test('two windows with as few calls left: the RateLimit fields name the one that resets later', async (t) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const key = await insertKey(service, { max_hits: '3/1Min,3/1Hour' })
+  const answer = await service.call('GET', '/Api/Read/Acl', { key })
+  t.equal(answer.status, 200)
+  t.equal(answer.headers.get('ratelimit-policy'), '"1Hour";q=3;w=3600', 'a client that waits for 1Min would be refused for the hour')
+  t.match(answer.headers.get('ratelimit'), /^"1Hour";r=2;t=(3600|3599)$/)
+})
+
 t.test('a fresh window allows again', async (t) => {
   const service = await startService(t, { kind: 'sqlite' })
   const key = await insertKey(service, { max_hits: '3/2Sec' })

@@ -353,7 +353,8 @@ class Tally {
     if (allowed && this.watcher !== null) this.watcher(this.caller, window, quota, result.consumedPoints, result.msBeforeNext)
     // Of several spent windows, the one that frees up last decides Retry-After.
     if (!allowed && (!this.refused || decision.resetMs > this.refused.resetMs)) this.refused = decision
-    if (!this.tightest || decision.remaining < this.tightest.remaining) this.tightest = decision
+    // On a tie the window that resets later is the tighter: its last call is the one to wait for.
+    if (!this.tightest || decision.remaining < this.tightest.remaining || (decision.remaining === this.tightest.remaining && decision.resetMs > this.tightest.resetMs)) this.tightest = decision
   }
 
   decision(): RateDecision | null {
