@@ -233,25 +233,55 @@ export class RateLimits {
    * Refused when any window is spent; a refused call is then given back to the windows
    * that had room, so hammering a spent 1Sec window does not also eat the key's 1Hour
    * allowance, nor its tenant's.
+   *
+   * With a shared store (Redis, cluster primary) concurrent calls overlap between
+   * awaits, so a window can look spent only because of calls that are about to be
+   * given back. Hence: shortest windows first, stop at the first refusal, and give the
+   * point back to every window this call took, the refusing one too. A counter then
+   * holds answered calls only (plus calls in flight), and never more than N are
+   * answered in an N/window: an answered call's point stays.
    */
   async consume(caller: CallerKey): Promise<RateDecision | null> {
     const now = this.consumeNow(caller)
     if (now !== undefined) return now
     const tally = new Tally(caller, this.countWatcher)
     const windows = caller.rateWindows
-    for (let index = 0; index < windows.length; index++) {
+    for (let index = 0; index < windows.length && tally.refused === null; index++) {
       const counter = this.keyCounters.for(windows[index])
       tally.add(counter, windows[index], caller.id, null, await settled(counter.limiter.consume(caller.id)))
     }
     for (const quota of tally.quotas) {
       const key = tenantCounterKey(quota)
-      for (const window of quota.windows) {
-        const counter = this.tenantCounters.for(window)
-        tally.add(counter, window, key, quota, await settled(counter.limiter.consume(key)))
+      for (let index = 0; index < quota.windows.length && tally.refused === null; index++) {
+        const counter = this.tenantCounters.for(quota.windows[index])
+        tally.add(counter, quota.windows[index], key, quota, await settled(counter.limiter.consume(key)))
       }
     }
-    if (tally.refused && tally.spared) for (const [limiter, key] of tally.spared) await limiter.reward(key, 1)
+    // One window (taken null): nothing to give back and no other window to name.
+    if (tally.refused === null || tally.taken === null) return tally.decision()
+    const taken = tally.taken
+    await Promise.all([...taken.map(([limiter, key]) => limiter.reward(key, 1)), this.spentLater(caller, tally, taken.length)])
     return tally.decision()
+  }
+
+  /**
+   * A refused call stopped at its first spent window; the windows it did not reach are
+   * only looked at (never counted), so that of several spent windows the 429 names the
+   * one that frees up last, as when every window is counted.
+   */
+  private async spentLater(caller: CallerKey, tally: Tally, reached: number): Promise<void> {
+    const looks: Promise<void>[] = []
+    // Windows are taken in this same order: the first `reached` were counted.
+    let index = 0
+    const look = (counter: WindowCounter, window: RateWindow, key: string | number, quota: TenantQuota | null) => {
+      if (index++ < reached) return
+      looks.push(counter.limiter.get(key).then((state) => {
+        if (state !== null && state.msBeforeNext > 0 && state.consumedPoints >= window.count) tally.spent(counter, window, quota, state)
+      }))
+    }
+    for (const window of caller.rateWindows) look(this.keyCounters.for(window), window, caller.id, null)
+    for (const quota of tally.quotas) for (const window of quota.windows) look(this.tenantCounters.for(window), window, tenantCounterKey(quota), quota)
+    await Promise.all(looks)
   }
 
   /**
@@ -276,7 +306,7 @@ export class RateLimits {
         tally.add(counter, window, key, quota, (counter.limiter as MemoryWindowLimiter).consumeNow(key))
       }
     }
-    if (tally.refused && tally.spared) for (const [limiter, key] of tally.spared) (limiter as MemoryWindowLimiter).rewardNow(key, 1)
+    if (tally.refused && tally.taken) for (const [limiter, key] of tally.taken) (limiter as MemoryWindowLimiter).rewardNow(key, 1)
     return tally.decision()
   }
 
@@ -335,9 +365,11 @@ function settled(pending: Promise<RateLimiterRes>): Promise<{ result: RateLimite
 class Tally {
   tightest: RateDecision | null = null
   refused: RateDecision | null = null
-  spared: [WindowLimiter, string | number][] | null = null
+  /** Every window counted for this call, refusing ones too: all are given back on a refusal. */
+  taken: [WindowLimiter, string | number][] | null = null
   /** Callers made by hand (tests) may have no tenant quotas at all. */
   readonly quotas: readonly TenantQuota[]
+  // With one window there is nothing to give back: a refusal there means N were answered.
   private readonly several: boolean
 
   constructor(private readonly caller: CallerKey, private readonly watcher: WindowCountWatcher | null) {
@@ -349,12 +381,21 @@ class Tally {
     const decision: RateDecision = {
       allowed, window, remaining: result.remainingPoints, resetMs: result.msBeforeNext, policy: counter.policy, policyName: counter.policyName, quota,
     }
-    if (allowed && this.several) (this.spared ??= []).push([counter.limiter, key])
+    if (this.several) (this.taken ??= []).push([counter.limiter, key])
     if (allowed && this.watcher !== null) this.watcher(this.caller, window, quota, result.consumedPoints, result.msBeforeNext)
-    // Of several spent windows, the one that frees up last decides Retry-After.
-    if (!allowed && (!this.refused || decision.resetMs > this.refused.resetMs)) this.refused = decision
+    if (!allowed) this.refuse(decision)
     // On a tie the window that resets later is the tighter: its last call is the one to wait for.
     if (!this.tightest || decision.remaining < this.tightest.remaining || (decision.remaining === this.tightest.remaining && decision.resetMs > this.tightest.resetMs)) this.tightest = decision
+  }
+
+  /** A window the call did not reach, looked at and found spent. */
+  spent(counter: WindowCounter, window: RateWindow, quota: TenantQuota | null, state: RateLimiterRes): void {
+    this.refuse({ allowed: false, window, remaining: 0, resetMs: state.msBeforeNext, policy: counter.policy, policyName: counter.policyName, quota })
+  }
+
+  // Of several spent windows, the one that frees up last decides Retry-After.
+  private refuse(decision: RateDecision): void {
+    if (!this.refused || decision.resetMs > this.refused.resetMs) this.refused = decision
   }
 
   decision(): RateDecision | null {

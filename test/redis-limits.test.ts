@@ -1,0 +1,60 @@
+/**
+ * A key's several windows counted in Redis under a burst (D7, D16): a refused call is
+ * counted in no window, so a burst on a spent short window leaves the longer ones
+ * holding only the answered calls, and the 429 still names the window that frees up
+ * last. One service on SQLite: the database plays no part in counting.
+ */
+import t from 'tap'
+import { Redis } from 'ioredis'
+import { startService } from './helpers/service.ts'
+import { insertKey } from './helpers/keys.ts'
+import { redisServerUrl, withRedis } from './helpers/redis.ts'
+
+/** The Redis count of one key window, as the service keeps it (`keygate:maxhits:<count>/<seconds>:<key id>`). */
+async function redisCount(redisUrl: string, window: string, keyId: number): Promise<number> {
+  const keyPrefix = new URL(redisUrl).searchParams.get('keyPrefix') ?? ''
+  const client = new Redis(redisServerUrl, { maxRetriesPerRequest: 0 })
+  try {
+    return Number(await client.get(`${keyPrefix}keygate:maxhits:${window}:${keyId}`))
+  } finally {
+    client.disconnect()
+  }
+}
+
+t.test('a burst of refused calls over Redis uses up no longer window', async (t) => {
+  await withRedis(t, 'shared Redis', async (t, redisUrl) => {
+    const service = await startService(t, { kind: 'sqlite', config: { redisUrl } })
+    t.equal(service.kernel.redisReachable(), true, 'counting in Redis')
+
+    await t.test('5/1Min,20/1Mon called 200 times at once: 5 answers, and the month holds those 5 only', async (t) => {
+      const key = await insertKey(service, { max_hits: '5/1Min,20/1Mon' })
+      const answers = await Promise.all(Array.from({ length: 200 }, () => service.call('GET', '/Api/Read/Acl', { key })))
+      const statuses: Record<number, number> = {}
+      for (const answer of answers) statuses[answer.status] = (statuses[answer.status] ?? 0) + 1
+      t.same(statuses, { 200: 5, 429: 195 })
+      const texts = new Set(answers.filter((answer) => answer.status === 429).map((answer) => answer.text))
+      t.same([...texts], ['Error: Rate limit exceeded (5/1Min)'], 'every refusal names the spent minute, none the month')
+      t.equal(await redisCount(redisUrl, '5/60', key.id), 5, 'the minute holds the answered calls')
+      t.equal(await redisCount(redisUrl, '20/2592000', key.id), 5, 'the month holds the answered calls, not the refused ones')
+    })
+
+    await t.test('three windows over 40 calls at once: each holds exactly the 10 answered', async (t) => {
+      const key = await insertKey(service, { max_hits: '10/1Min,12/1Hour,14/1Mon' })
+      const answers = await Promise.all(Array.from({ length: 40 }, () => service.call('GET', '/Api/Read/Acl', { key })))
+      t.equal(answers.filter((answer) => answer.status === 200).length, 10)
+      for (const window of ['10/60', '12/3600', '14/2592000']) t.equal(await redisCount(redisUrl, window, key.id), 10, window)
+    })
+
+    await t.test('of several spent windows the 429 still names the one that frees up last', async (t) => {
+      const key = await insertKey(service, { max_hits: '1/1Min,1/1Hour' })
+      t.equal((await service.call('GET', '/Api/Read/Acl', { key })).status, 200)
+      const refused = await service.call('GET', '/Api/Read/Acl', { key })
+      t.equal(refused.status, 429)
+      t.equal(refused.text, 'Error: Rate limit exceeded (1/1Hour)')
+      const retryAfter = Number(refused.headers.get('retry-after'))
+      t.ok(retryAfter > 3500 && retryAfter <= 3600, `Retry-After ${retryAfter} is the hour's`)
+      t.match(refused.headers.get('ratelimit'), /^"1Hour";r=0;t=\d+$/)
+      t.equal(await redisCount(redisUrl, '1/3600', key.id), 1, 'the refusal was given back')
+    })
+  })
+})
