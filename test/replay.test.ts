@@ -7,6 +7,8 @@ import t from 'tap'
 import { signedHeaders } from '../kernel/auth/signature.ts'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
 import { insertKey } from './helpers/keys.ts'
+import { privateRedis } from './helpers/redis.ts'
+import { freePort } from './helpers/freePort.ts'
 
 /** Sends exactly these bytes and headers, as a captured request would be sent again. */
 async function send(service: Service, method: string, path: string, headers: Record<string, string>, body?: string) {
@@ -190,5 +192,44 @@ t.test('without Redis the used signatures are in the database: a restart forgets
     await restarted.kernel.database.db.updateTable('api_used_signatures').set({ expires_at: Date.now() - 1 }).execute()
     t.equal((await send(restarted, 'POST', '/People/Update/OneChange', captured, body)).status, 200)
     t.equal((await send(restarted, 'POST', '/People/Update/OneChange', captured, body)).status, 401, 'and is remembered again')
+  }),
+)
+
+t.test('with REDIS_URL set the used signatures are in the database too: a Redis outage forgets none', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    // Our own redis-server, so stopping it touches no other test.
+    const redis = await privateRedis(t, await freePort())
+    const service = await startService(t, { kind, config: { redisUrl: redis.url } })
+    t.equal(service.kernel.redisReachable(), true)
+    const write = (lastName: string) => {
+      const body = JSON.stringify({ FirstName: 'Out', LastName: lastName })
+      return { body, headers: signedHeaders(service.admin, 'POST', '/People/Update/OneChange', body) }
+    }
+    const before = write('Before')
+    t.equal((await send(service, 'POST', '/People/Update/OneChange', before.headers, before.body)).status, 200, 'used while Redis is up')
+
+    await redis.stop()
+    for (let waited = 0; service.kernel.redisReachable(); waited += 50) {
+      if (waited > 10_000) throw new Error('the service did not see Redis go')
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    const replayedBefore = await send(service, 'POST', '/People/Update/OneChange', before.headers, before.body)
+    t.same([replayedBefore.status, replayedBefore.text], [401, 'Error: This request was already used (replay).'], 'replayed while Redis is away')
+    const during = write('During')
+    t.equal((await send(service, 'POST', '/People/Update/OneChange', during.headers, during.body)).status, 200, 'used while Redis is away')
+
+    const restarted = await service.restart()
+    t.equal(restarted.kernel.redisReachable(), false, 'restarted with Redis still away')
+    for (const [name, captured] of [['before', before], ['during', during]] as const) {
+      t.equal((await send(restarted, 'POST', '/People/Update/OneChange', captured.headers, captured.body)).status, 401, `the write used ${name} the outage, replayed after a restart`)
+    }
+
+    await redis.start()
+    for (let waited = 0; !restarted.kernel.redisReachable(); waited += 50) {
+      if (waited > 20_000) throw new Error('the service did not see Redis return')
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    t.equal((await send(restarted, 'POST', '/People/Update/OneChange', during.headers, during.body)).status, 401, 'the write used during the outage, replayed once Redis is back')
+    t.equal(await peopleCount(restarted), 2, 'each write made once')
   }),
 )

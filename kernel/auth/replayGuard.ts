@@ -8,7 +8,7 @@ export const longestReplayMemoryMs = 24 * 3_600_000
 /**
  * The memory of signatures already used for a state-changing call (issue 12): a
  * second use within the key's clock window is a replay. Kept where every process that
- * serves the key sees it: in Redis when configured, else in the database
+ * serves the key sees it: in the database, with Redis or without
  * (auth/usedSignatures.ts), so a restart or another process forgets none.
  */
 export class ReplayGuard {

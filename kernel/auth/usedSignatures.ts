@@ -1,7 +1,6 @@
 import type { Kysely } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
 import { isUniqueViolation } from '../storage/database.ts'
-import type { LimiterFactory, WindowLimiter } from '../limits/rateLimits.ts'
 
 /**
  * Where the signatures of writes already made are remembered, each for `windowMs`
@@ -12,30 +11,12 @@ export interface UsedSignatures {
 }
 
 /**
- * In the limiter store, as a window of one point per signature: with Redis, shared by
- * every process and kept across their restarts (entries expire with the window).
- */
-export function limiterSignatures(limiterStore: LimiterFactory): UsedSignatures {
-  const limiters = new Map<number, WindowLimiter>()
-  const limiterFor = (windowMs: number) => {
-    const seconds = Math.max(1, Math.ceil(windowMs / 1000))
-    let limiter = limiters.get(seconds)
-    if (limiter === undefined) {
-      limiter = limiterStore({ points: 1, duration: seconds, keyPrefix: `replay-${seconds}` })
-      limiters.set(seconds, limiter)
-    }
-    return limiter
-  }
-  return {
-    firstUse: (keyId, signature, windowMs) => limiterFor(windowMs).consume(`${keyId}:${signature}`).then(() => true, () => false),
-  }
-}
-
-/**
  * In the database, one row per signature (the primary key makes two racing uses one):
- * without Redis, every process on the database refuses a replay, a restart forgets
- * none, and nothing of it is held in memory. Only writes pay the insert; reads stay
- * replayable and never come here. Expired rows are purged in the background.
+ * every process on the database refuses a replay, a restart forgets none, and nothing
+ * of it is held in memory. Also with Redis: a memory kept there would fall back to one
+ * process's while Redis is away, and miss what was used meanwhile once it returns.
+ * Only writes pay the insert; reads stay replayable and never come here. Expired rows
+ * are purged in the background.
  */
 export class DatabaseSignatures implements UsedSignatures {
   private purgeTimer: NodeJS.Timeout | null = null

@@ -27,7 +27,7 @@ import { buildPipelines } from '../http/pipelines.ts'
 import { AccessStamp, accessStampEveryMs } from '../cluster/accessStamp.ts'
 import { recordChange } from '../audit/auditTrail.ts'
 import { ReplayGuard } from '../auth/replayGuard.ts'
-import { DatabaseSignatures, limiterSignatures } from '../auth/usedSignatures.ts'
+import { DatabaseSignatures } from '../auth/usedSignatures.ts'
 import { SignatureMemory, signatureMemoryMax } from '../auth/signatureMemory.ts'
 import { IdempotencyStore } from '../http/idempotencyStore.ts'
 import { NodeRegistry, followNodeId } from '../cluster/nodeRegistry.ts'
@@ -121,10 +121,11 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const limiterStore = redis ? redisLimiters(redis.commands, clock) : options.cluster?.limiters ?? inMemoryLimiters(clock, rateCountsMax(config.cache.maxEntries))
   const rateLimits = new RateLimits(limiterStore)
   const credits = new CreditLedger(db, clock)
-  // Used write signatures: in Redis when there is one, else in the database (every process, every restart).
-  const usedSignatures = redis ? null : new DatabaseSignatures(db, clock)
-  usedSignatures?.startPurging(10 * 60_000, report)
-  const replayGuard = new ReplayGuard(usedSignatures ?? limiterSignatures(limiterStore))
+  // Used write signatures: in the database, with Redis or without (every process, every
+  // restart). Not in Redis: while it is away that memory would be one process's only.
+  const usedSignatures = new DatabaseSignatures(db, clock)
+  usedSignatures.startPurging(10 * 60_000, report)
+  const replayGuard = new ReplayGuard(usedSignatures)
   // Never more than the keys loaded: each entry holds its key's record.
   const signatures = new SignatureMemory(Math.min(signatureMemoryMax, config.cache.maxEntries))
   const idempotency = new IdempotencyStore(db, secrets, clock, 2 * config.timeouts.requestMs)
@@ -194,7 +195,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const stopStarted = async () => {
     for (const stop of closers) await stop()
     idempotency.stop()
-    usedSignatures?.stop()
+    usedSignatures.stop()
     auditRetention.stop()
     await accessStamp.stop()
     await callLog.close()
