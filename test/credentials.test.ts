@@ -77,6 +77,15 @@ t.test('credentials in every form of D2', (t) =>
         t.equal(answer.status, 401, name)
         t.match(answer.text, /^Error: Credential x-apikey was given more than once\.$/, name)
       }
+      const twoDates = await rawRequest(service.port, [
+        `GET /v1.0${path} HTTP/1.1`,
+        `x-apikey: ${item['x-apikey']}`,
+        `x-apidate: ${item['x-apidate']}`,
+        `x-apidate: ${item['x-apidate']}`,
+        `x-apihmac: ${item['x-apihmac']}`,
+      ])
+      t.equal(twoDates.status, 401)
+      t.equal(twoDates.text, 'Error: Credential x-apidate was given more than once.', 'two plain x-apidate lines (joined by node with ", ")')
     })
 
     await t.test('missing items', async (t) => {

@@ -31,23 +31,33 @@ const acceptFormats: Record<string, ResponseFormat> = {
  * own format. Null when it names none of ours (the key's format then applies).
  */
 function acceptedFormat(accept: string, keyFormat: ResponseFormat): ResponseFormat | null {
-  let best: ResponseFormat | null = null
-  let bestQuality = 0
+  const ranges: { format: ResponseFormat | '*'; quality: number }[] = []
   for (const range of accept.toLowerCase().split(',')) {
     const [type, ...parameters] = range.split(';')
     const mediaType = type.trim()
-    const format = mediaType === '*/*' ? keyFormat : acceptFormats[mediaType]
+    const format = mediaType === '*/*' ? '*' : acceptFormats[mediaType]
     if (format === undefined) continue
     let quality = 1
     for (const parameter of parameters) {
       const [name, value] = parameter.split('=')
       if (name.trim() === 'q') quality = Number(value?.trim())
     }
-    if (!(quality > bestQuality) || quality > 1) continue
-    best = format
-    bestQuality = quality
+    if (quality >= 0 && quality <= 1) ranges.push({ format, quality })
   }
-  return best
+  // q=0 refuses a format (RFC 9110 12.5.1: the specific range wins over */*), so */*
+  // stands for the key's format only while that is not refused, else for another of ours.
+  const refused = new Set(ranges.filter((range) => range.quality === 0 && range.format !== '*').map((range) => range.format))
+  const wildcard = [keyFormat, 'json', 'xml', 'csv'].find((format) => !refused.has(format as ResponseFormat)) as ResponseFormat | undefined
+  let best: ResponseFormat | null = null
+  let bestQuality = 0
+  for (const range of ranges) {
+    const format = range.format === '*' ? wildcard : range.format
+    if (format === undefined || refused.has(format) || !(range.quality > bestQuality)) continue
+    best = format
+    bestQuality = range.quality
+  }
+  // Only refusals: the first of ours not refused (a key's format the client refused is never forced on it).
+  return best ?? (refused.size > 0 ? wildcard ?? null : null)
 }
 
 /**

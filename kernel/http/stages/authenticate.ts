@@ -49,7 +49,12 @@ export function authenticateStage(keys: KeyDirectory, clock: () => number): Stag
     if (credentials.apiDate === undefined) throw unauthorized('Missing credential x-apidate.')
     if (credentials.apiHmac === undefined) throw unauthorized('Missing credential x-apihmac.')
     const callerTime = parsedDate(credentials.apiDate)
-    if (callerTime === null) throw unauthorized('x-apidate must be an HTTP-date (Sun, 22 Nov 2026 08:49:37 GMT) or RFC 3339 UTC.')
+    if (callerTime === null) {
+      // Node joins two x-apidate lines with ", ", which an HTTP-date holds too: only a
+      // date that does not parse is looked at again (no cost for the calls that pass).
+      if (dateLines(exchange.request.rawHeaders) > 1) throw unauthorized('Credential x-apidate was given more than once.')
+      throw unauthorized('x-apidate must be an HTTP-date (Sun, 22 Nov 2026 08:49:37 GMT) or RFC 3339 UTC.')
+    }
     if (!dateWithinWindow(callerTime, now, caller.allowHours)) throw unauthorized('x-apidate is outside the allowed clock window.')
     exchange.record = record
     exchange.caller = caller
@@ -78,4 +83,11 @@ export function authenticateStage(keys: KeyDirectory, clock: () => number): Stag
       identify(exchange, record)
     },
   }
+}
+
+/** How many plain x-apidate header lines the request has. */
+function dateLines(rawHeaders: readonly string[]): number {
+  let count = 0
+  for (let index = 0; index < rawHeaders.length; index += 2) if (rawHeaders[index].toLowerCase() === 'x-apidate') count++
+  return count
 }

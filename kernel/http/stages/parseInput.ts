@@ -16,8 +16,8 @@ export function parseInputStage(): Stage {
       let format: string | undefined
       if (params) {
         for (const [name, value] of params) {
+          if (name === 'format' ? format !== undefined : name in query) throw badRequest(`Query parameter ${name} is given more than once.`)
           if (name === 'format') format = value
-          else if (name in query) throw badRequest(`Query parameter ${name} is given more than once.`)
           else query[name] = value
         }
       }
