@@ -224,7 +224,15 @@ t.test('POST /Api/Read/History', (t) =>
     const sameDay = await service.call('POST', '/Api/Read/History', { key, body: { From: day, To: day, Function: '/Api/Read/Acl' } })
     t.ok(sameDay.json.Calls.some((call: { Id: number }) => call.Id === ids[2]), 'a date alone as To runs to the end of its day')
 
-    for (const body of [{ From: 'yesterday' }, { From: new Date().toISOString(), To: start }, { size: 0 }, { size: 1001 }, { page: 0 }, { Sort: 'Id' }]) {
+    const lower = await service.call('POST', '/Api/Read/History', { key, body: { from: day, to: day, function: '/Api/Read/Acl' } })
+    t.same(lower.json.Calls.map((call: { Id: number }) => call.Id), sameDay.json.Calls.map((call: { Id: number }) => call.Id), 'from, to and function as the audit read spells them')
+    const xml = await service.call('POST', '/Api/Read/History?format=xml', { key, body: { size: 2 } })
+    t.match(xml.text, /<History>\s*<Total>\d+<\/Total>\s*<Page>[^<]+<\/Page>\s*<Call>\s*<Id>/, 'XML: one <Call> per call')
+    t.notMatch(xml.text, /<Calls>/)
+    const both = await service.call('POST', '/Api/Read/History', { key, body: { From: day, from: day } })
+    t.equal(both.text, 'Error: Give From or from, not both.')
+
+    for (const body of [{ From: 'yesterday' }, { From: new Date().toISOString(), To: start }, { size: 0 }, { size: 1001 }, { page: 0 }, { Sort: 'Id' }, { From: day, from: day }]) {
       const answer = await service.call('POST', '/Api/Read/History', { key, body })
       t.equal(answer.status, 400, JSON.stringify(body))
     }

@@ -225,7 +225,7 @@ t.test('POST /Api/Create/Key: fields, defaults and invalid parameters', (t) =>
       ['ResponseFormat unknown', { ResponseFormat: 'yaml' }, 'Error: ResponseFormat must be one of json, xml, csv.'],
       ['LogLevel fractional', { LogLevel: 1.5 }, /^Error: LogLevel must be an integer/],
       ['LogRaw negative', { LogRaw: -2 }, /^Error: LogRaw must be >= 0/],
-      ['MaxHits malformed', { MaxHits: '10 per second' }, /^Error: MaxHits item '10persecond' is not of the form/],
+      ['MaxHits malformed', { MaxHits: '10 per second' }, /^Error: MaxHits item '10 per second' is not of the form/],
       ['MaxHits unknown unit', { MaxHits: '10/1Week' }, /^Error: MaxHits item '10\/1Week'/],
       ['MaxHits a window twice', { MaxHits: '10/1Sec,20/1sec' }, 'Error: MaxHits names the window 1Sec twice'],
       ['MaxHits zero', { MaxHits: '0/1Sec' }, /^Error: MaxHits item '0\/1Sec' needs a count/],

@@ -50,6 +50,11 @@ t.test('MaxHits grammar', async (t) => {
   }
 })
 
+t.test('a MaxHits error quotes the item as typed', async (t) => {
+  t.throws(() => parseMaxHits('10/1Sec 5/1Min'), { message: "MaxHits item '10/1Sec 5/1Min' is not of the form <count>/<n><Sec|Min|Hour|Day|Mon>, e.g. 10/1Sec,1000/1Hour" }, 'a missing comma stays visible')
+  t.throws(() => parseMaxHits('10/1Sec, 0 / 1 Min'), { message: "MaxHits item '0 / 1 Min' needs a count and a window of at least 1" })
+})
+
 t.test('TimeLeft text', async (t) => {
   t.equal(timeLeftText(0), '0 Seconds')
   t.equal(timeLeftText(1000), '1 Second')

@@ -88,7 +88,7 @@ t.test('admin tenant set --max-hits', async (t) => {
   t.match(JSON.parse(set.stdout), { Parent: 4, Custno: 0, MaxHits: '3/1Min' }, 'stored in its canonical spelling')
   const bad = await admin(service, 'tenant', 'set', '--parent', '4', '--custno', '0', '--max-hits', '3 per minute')
   t.equal(bad.code, 2)
-  t.match(bad.stderr, "--max-hits: MaxHits item '3perminute' is not of the form")
+  t.match(bad.stderr, "--max-hits: MaxHits item '3 per minute' is not of the form")
 
   const key = await insertKey(service, { parent: 4, custno: 0 })
   const statuses = []

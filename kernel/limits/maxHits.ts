@@ -19,11 +19,12 @@ export class MaxHitsError extends Error {}
  */
 export function parseMaxHits(text: string | null | undefined): RateWindow[] {
   if (text === null || text === undefined) return []
-  const compact = text.replace(/\s+/g, '')
-  if (compact === '') return []
+  if (text.trim() === '') return []
   const windows: RateWindow[] = []
-  for (const item of compact.split(',')) {
-    const match = windowPattern.exec(item)
+  // Spaces are allowed anywhere; an error quotes the item as typed (a missing comma stays visible).
+  for (const typed of text.split(',')) {
+    const item = typed.trim()
+    const match = windowPattern.exec(item.replace(/\s+/g, ''))
     if (!match) throw new MaxHitsError(`MaxHits item '${item}' is not of the form <count>/<n><Sec|Min|Hour|Day|Mon>, e.g. 10/1Sec,1000/1Hour`)
     const count = Number(match[1])
     const length = Number(match[2])

@@ -39,11 +39,22 @@ const historySchema = {
     From: { type: 'string', maxLength: 64 },
     To: { type: 'string', maxLength: 64 },
     Function: { type: 'string', minLength: 1, maxLength: 255 },
+    // The spellings of page and size, and of the audit read's from and to, are taken too.
+    from: { type: 'string', maxLength: 64 },
+    to: { type: 'string', maxLength: 64 },
+    function: { type: 'string', minLength: 1, maxLength: 255 },
   },
 }
 
 interface LogRequest { LogRequestId: number | string }
-interface HistoryRequest { page?: number; size?: number; From?: string; To?: string; Function?: string }
+interface HistoryRequest { page?: number; size?: number; From?: string; To?: string; Function?: string; from?: string; to?: string; function?: string }
+
+/** A filter given in either spelling (From or from), never both. */
+function filterOf(body: HistoryRequest, name: 'From' | 'To' | 'Function'): string | undefined {
+  const lower = name.toLowerCase() as 'from' | 'to' | 'function'
+  if (body[name] !== undefined && body[lower] !== undefined) throw badRequest(`Give ${name} or ${lower}, not both.`)
+  return body[name] ?? body[lower]
+}
 
 /**
  * Repeated reads of one record come from the response cache. A record never changes
@@ -91,14 +102,15 @@ interface HistoryAnswer { Total: number; Page: string; Calls: Record<string, unk
 async function readHistory(kernel: KernelServices, caller: CallerKey, body: HistoryRequest): Promise<HistoryAnswer> {
   const page = body.page ?? historyDefaults.page
   const size = body.size ?? historyDefaults.size
-  const from = inputTime(body.From, 'From')
+  const from = inputTime(filterOf(body, 'From'), 'From')
   // Inclusive to the end of its second: a record's RequestTime is shown in whole seconds,
   // so To = that RequestTime must find the call made later within the same second (a date alone: its whole day).
-  const to = inputTime(body.To, 'To', parseInputDateUntil)
+  const to = inputTime(filterOf(body, 'To'), 'To', parseInputDateUntil)
+  const apiFunction = filterOf(body, 'Function')
   if (from !== undefined && to !== undefined && from > to) throw badRequest('From must not be later than To.')
   const { total, records } = caller.anonymous
     ? { total: 0, records: [] }
-    : await kernel.callLog.history(caller.id, { page, size, from, to, apiFunction: body.Function })
+    : await kernel.callLog.history(caller.id, { page, size, from, to, apiFunction })
   const pages = Math.max(1, Math.ceil(total / size))
   return { Total: total, Page: `${page} of ${pages}`, Calls: records }
 }
@@ -131,7 +143,7 @@ const logPlugin: Plugin = {
         method: 'POST',
         path: '/Api/Read/History',
         body: historySchema,
-        xml: { root: 'History', item: 'Call' },
+        xml: { root: 'History', item: 'Call', list: 'Calls' },
         csvColumns: ['Id', 'RequestTime', 'Request_Method', 'Api_Function', 'Api_Acl', 'Response_Code', 'Seconds', 'Bandwidth'],
         // CSV is one row per call; the totals go to headers as for other paged lists (D12).
         csv: (result: HistoryAnswer, call) => {
