@@ -6,6 +6,7 @@
  * A running server sees ACL and group changes within `cache.keyTtlSeconds` (60 s).
  */
 import { parseArgs } from 'node:util'
+import { basename } from 'node:path'
 import { loadConfig, ConfigError, type Config } from '../kernel/boot/config.ts'
 import { createKernel, type Kernel } from '../kernel/boot/kernel.ts'
 import { createLogger } from '../kernel/observe/logger.ts'
@@ -73,7 +74,14 @@ function session(config: Config): AdminSession & { close(): Promise<void> } {
     kernel() {
       // The service log goes to stderr: stdout carries the command's answer (a day code, an export).
       started ??= createKernel({ config, logger: createLogger({ destination: process.stderr }) }).then((kernel) => {
-        if (kernel.createdRootKey) console.error(`admin: first start - the root admin key was written to ${kernel.createdRootKey.file}`)
+        if (kernel.createdRootKey) {
+          console.error(`admin: first start - the root admin key was written to ${kernel.createdRootKey.file}`)
+          // The folder's admin-key.json belongs to another database: most likely the service
+          // runs on MySQL and this run was not given its DATABASE_URL (its day code would be wrong).
+          if (basename(kernel.createdRootKey.file) !== 'admin-key.json') {
+            console.error(`admin: warning: ${config.dataDir} already holds the admin key of another database; this run made a new, empty one (${databaseLabel(config)}). Is DATABASE_URL set as for the service?`)
+          }
+        }
         return kernel
       })
       return started

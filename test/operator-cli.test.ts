@@ -51,7 +51,9 @@ t.test('a second database bootstrapped into the same folder writes admin-key-2.j
   const second = await runAdmin(['key', 'list', '--json'], { DATA_DIR: dataDir, DATABASE_URL: databaseUrl })
   t.equal(second.code, 0, second.stderr)
   const label = `MySQL ${new URL(databaseUrl).username}@${new URL(databaseUrl).hostname}:${new URL(databaseUrl).port || 3306}${new URL(databaseUrl).pathname}`
-  t.equal(second.stderr, `keygate admin: ${label}\nadmin: first start - the root admin key was written to ${join(dataDir, 'admin-key-2.json')}\n`)
+  t.equal(second.stderr, `keygate admin: ${label}\nadmin: first start - the root admin key was written to ${join(dataDir, 'admin-key-2.json')}\n` +
+    `admin: warning: ${dataDir} already holds the admin key of another database; this run made a new, empty one (${label}). Is DATABASE_URL set as for the service?\n`,
+    'a CLI run on the wrong database (DATABASE_URL forgotten or different) says so')
   t.equal(readFileSync(join(dataDir, 'admin-key.json'), 'utf8'), original, 'the SQLite root key file is untouched')
   t.equal(JSON.parse(readFileSync(join(dataDir, 'admin-key-2.json'), 'utf8')).Api_Key, JSON.parse(second.stdout)[0].Api_Key)
   // The service's own first start says where the key went, and how to use it.
