@@ -122,3 +122,14 @@ t.test('edit sends only what changed; a key bound to SHA-512 signs in; a key wit
   await third.getByText(/needs a key whose groups include "Operation list reader"/).waitFor()
   t.pass('a key without the operation list is told what it lacks')
 }))
+
+t.test('without the api plugin the console says at sign-in what the service lacks', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite', config: { plugins: ['keys', 'acl', 'log', 'people', 'account', 'webhooks'] } })
+  const page = await browser.newPage()
+  await page.goto(consoleUrl(service))
+  await page.getByLabel('Api_Key').fill(service.admin.apiKey)
+  await page.getByLabel('Api_Secret').fill(service.admin.secret)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByText(/does not run the api plugin, which the console needs/).waitFor()
+  t.pass('told to enable the api plugin, not shown a bare "Not found"')
+}))

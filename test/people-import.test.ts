@@ -136,6 +136,8 @@ t.test('a row with a control character is rejected alone, in JSON and CSV, and t
     t.match(csvBatch.json, { Added: 1, Rejected: 1, Rejections: [{ Row: 2, Source_Id: 'C3', Reason: 'LastName must not contain control characters.' }] })
     const xml = await service.call('POST', '/people/update/importterm?format=xml', { body: { ImportId: importId } })
     t.equal(xml.status, 200, 'the stored rejections answer in XML too')
+    t.match(xml.text, /<Rejection>\s*<Batch>1<\/Batch>\s*<Row>2<\/Row>/, 'one <Rejection> element per rejection')
+    t.notMatch(xml.text, /<Rejections>/)
     t.equal((await service.call('GET', '/People/Read/Missing')).json.Total, 3)
     const refused = await service.call('POST', '/people/update/importmass', { body: { ImportId: 'x\u0001', People: [] } })
     t.equal(refused.status, 400, 'the rest of the body keeps the text rule')

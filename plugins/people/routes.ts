@@ -231,7 +231,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       summary: 'Import one batch of people (JSON or CSV)',
       body: schemas.importMassBody,
       bodyLimit: largeBodyLimit,
-      xml: { root: 'ImportBatch', item: 'Rejection' },
+      xml: { root: 'ImportBatch', item: 'Rejection', list: 'Rejections' },
       async handler(call) {
         const scope = scopeOf(call.caller)
         const { answer, touchedCustnos, replacedPhotos } = await importBatch(db, scope, call.body, kernel.clock(), { room, bulk, readCommitted: kernel.dialect === 'mysql', records })
@@ -245,7 +245,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       path: '/people/update/importterm',
       summary: 'Finish a bulk import, terminating the people it did not name',
       body: schemas.importTermBody,
-      xml: { root: 'Import' },
+      xml: { root: 'Import', item: 'Rejection', list: 'Rejections' },
       async handler(call) {
         const scope = scopeOf(call.caller)
         const now = kernel.clock()

@@ -51,7 +51,10 @@ export function App() {
         // The menu is built from the operation list: a key that may not read it cannot use the console.
         : error instanceof ApiError && error.status === 403 && /\/Api\/Read\/List/i.test(error.message)
           ? `${error.message} The console needs a key whose groups include "Operation list reader" (GET /Api/Read/List); this key still works with npm run call.`
-          : errorText(error))
+          // The operation list is the api plugin's: a service that runs without it answers 404.
+          : error instanceof ApiError && error.status === 404
+            ? 'This service does not run the api plugin, which the console needs for its operation list (GET /Api/Read/List): add api to the enabled plugins (PLUGINS) and restart it.'
+            : errorText(error))
     } finally {
       setBusy(false)
     }
