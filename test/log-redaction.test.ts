@@ -68,6 +68,14 @@ t.test('a secret field in a JSON body is redacted from Raw_Request, as in the an
     t.equal(JSON.parse(plain).body, '{"Note": "keeps its spacing"}', 'a body without such a field is stored as sent')
     const notJson = rawRequest({ method: 'POST', url: '/x', rawHeaders: [] }, Buffer.from('secret=1&x'), () => false)
     t.equal(JSON.parse(notJson).body, 'secret=1&x', 'a body that is no JSON is stored as sent')
+    const broken = (text: string) => JSON.parse(rawRequest({ method: 'POST', url: '/x', rawHeaders: [] }, Buffer.from(text), () => false)).body
+    t.equal(broken(`{"Url":"x","Secret":"${secret}",}`), '{"Url":"x","Secret":"[redacted]",}', 'a trailing comma: the secret member is redacted in the text')
+    t.equal(broken(`{"Secret" : "${secret}`), '{"Secret" : "[redacted]"', 'a cut-off body too')
+    t.equal(broken('{"OldSecretEnds":"Mon, 23 Nov 2026", "x":'), '{"OldSecretEnds":"Mon, 23 Nov 2026", "x":', 'a date is no secret')
+    const malformed = await service.call('POST', '/Api/Create/Webhook', { rawBody: `{"Url":"${receiver.url}","Events":["key.changed"],"Secret":"${secret}",}`, today: true, headers: { 'x-LogLevel': '2' } })
+    t.equal(malformed.status, 400)
+    const malformedLog = await service.call('POST', '/Api/Read/Log', { body: { LogRequestId: Number(malformed.headers.get('x-requestid')) } })
+    t.notOk(malformedLog.text.includes(secret.slice(6, 30)), 'a body refused as no JSON keeps no secret in the log')
   }),
 )
 

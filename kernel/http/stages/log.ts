@@ -72,9 +72,13 @@ function loggedBody(text: string): string {
   try {
     return JSON.stringify(JSON.parse(text), withoutSecrets)
   } catch {
-    return text
+    // Not JSON (a trailing comma, a cut-off body: answered 400): its secret fields' string values are redacted in the text.
+    return text.replace(secretMember, (member: string, head: string, name: string) => (timeField.test(name) ? member : `${head}"[redacted]"`))
   }
 }
+
+// A JSON member whose name names a secret, with a string value: "Secret" : "whsec_..."
+const secretMember = /("([^"\\]*(?:secret|password)[^"\\]*)"\s*:\s*)"(?:[^"\\]|\\.)*"?/gi
 
 /**
  * The answer as logged at level 2: the handler's value as JSON (whatever format it was
