@@ -146,6 +146,8 @@ export interface Route<Body = any, Query = any> {
    * the OpenAPI document.
    */
   rawContentType?: string
+  /** The route's answers carry an ETag and it answers If-None-Match with 304 (the OpenAPI document lists the 304). */
+  etag?: boolean
   /** The CSV header of a record, so an answer with no records still has its header row. */
   csvColumns?: readonly string[]
   /** The answer: a value to encode, a `RawAnswer` (bytes of their own type) or a `JsonText` (JSON already as text). */
@@ -383,6 +385,8 @@ export interface MountedRouteInfo {
   query: object | null
   /** Set when the route answers one fixed content type instead of json/xml/csv. */
   rawContentType: string | null
+  /** It answers If-None-Match with 304 (Route.etag). */
+  etag: boolean
   /** The display name its plugin's default groups give this path, if any. */
   summary: string | null
   /** A default group of its plugin makes the path Is_Public (callable without credentials). */

@@ -49,6 +49,7 @@ t.test('the OpenAPI document: valid 3.1, every route, the signature as security 
     t.equal(document.paths['/account/read/user'].post.requestBody.required, false, 'a body that requires nothing may be left out')
     t.same(Object.keys(document.paths['/Api/Edit/Key'].post.responses), ['200', '400', '401', '403', '404', '413', '415', '429', '503'], 'the statuses D6 gives a write')
     t.same(Object.keys(document.paths['/People/Read/Photo'].get.responses), ['200', '304', '400', '401', '403', '404', '429', '503'], 'an image with its ETag: 304')
+    t.notOk('304' in document.paths['/Api/Read/Changes/Rss'].get.responses, 'no 304 for a raw answer without an ETag')
     // A wildcard-covered route is named by its plugin, not by the wildcard's text.
     t.equal(document.paths['/People/Read/Today'].get.summary, "Today's birthdays and work anniversaries in your tenant's time zone")
     t.equal(document.paths['/account/read/license'].get.summary, "Your tenant's maxima and what it uses")

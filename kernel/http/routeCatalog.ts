@@ -15,6 +15,7 @@ function describe(plugins: readonly Plugin[], { plugin, route }: MountedRoute): 
     body: route.body ?? null,
     query: route.query ?? null,
     rawContentType: route.rawContentType ?? null,
+    etag: route.etag === true,
     summary: exact?.displayName ?? route.summary ?? covering[0]?.displayName ?? null,
     publicByDefault: covering.some((entry) => entry.isPublic === 1),
   })

@@ -66,10 +66,10 @@ function operation(route: MountedRouteInfo, cachesAnswers: boolean): object {
     parameters: [...(route.rawContentType === null ? [formatParameter] : []), ...queryParameters(route.query)],
     // A body whose schema requires nothing may be left out (POST /account/read/user answers no body as {}).
     ...(route.body === null ? {} : { requestBody: { required: ((route.body as { required?: string[] }).required ?? []).length > 0, content: { 'application/json': { schema: route.body } } } }),
-    // Every status D6 gives a call of this kind: 304 where a raw answer carries an ETag, 413/415 where there is a body.
+    // Every status D6 gives a call of this kind: 304 where the answer carries an ETag, 413/415 where there is a body.
     responses: {
       200: { description: 'The answer, in the format asked for.', content: answers },
-      ...(route.rawContentType === null ? {} : { 304: { description: 'Not modified: If-None-Match named the current ETag.' } }),
+      ...(route.etag ? { 304: { description: 'Not modified: If-None-Match named the current ETag.' } } : {}),
       400: errorAnswer('Invalid JSON, query or body.'),
       401: errorAnswer('Authentication failed.'),
       403: errorAnswer('The ACL does not allow this path, or HTTPS is required.'),

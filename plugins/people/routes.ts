@@ -136,6 +136,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       query: schemas.photoQuery,
       // The stored image's own type (JPEG, PNG or WebP), whatever format was asked for.
       rawContentType: 'image/*',
+      etag: true,
       xml: { root: 'Photo' },
       handler: (call) => photoAnswer(db, kernel.config.dataDir, scopeOf(call.caller), call.query.Id, call),
     }),
