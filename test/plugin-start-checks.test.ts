@@ -1,8 +1,8 @@
 /**
  * A plugin the kernel cannot serve as declared stops the start with one line naming the
- * plugin (and the route): a default group that would take over another group, a route
- * a JavaScript plugin declared wrongly, a schema with $ref, a setup that fails. Nothing
- * is half made: no group gains a path, and a first start says where its root key went.
+ * plugin (and the route): a route a JavaScript plugin declared wrongly, a schema with
+ * $ref, a setup that fails; a first start says where its root key went. A default group
+ * named like an existing group is made under a name of its own: no group gains a path.
  */
 import t from 'tap'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -13,7 +13,7 @@ import { createKernel } from '../kernel/boot/kernel.ts'
 import { loadConfig } from '../kernel/boot/config.ts'
 import { silentLogger } from '../kernel/observe/logger.ts'
 import { RouteTable } from '../kernel/http/router.ts'
-import { forEachDatabase, startService } from './helpers/service.ts'
+import { forEachDatabase, startService, type Service } from './helpers/service.ts'
 
 const groupPlugin = (groupName: string): Plugin => ({
   name: 'tickets',
@@ -21,26 +21,43 @@ const groupPlugin = (groupName: string): Plugin => ({
   setup: () => [defineRoute({ method: 'GET', path: '/Tickets/Read/List', xml: { root: 'Tickets' }, handler: () => [] })],
 })
 
-t.test('a default group may not take the name of another group (only the admin group is shared)', (t) =>
+t.test('a default group never joins another group of its name (only the admin group is shared)', (t) =>
   forEachDatabase(t, async (t, kind) => {
-    await t.rejects(startService(t, { kind, plugins: [groupPlugin('Access list reader')] }),
-      /^plugin tickets: its default group "Access list reader" has the name of plugin acl's default group; give the plugin's group a name of its own/,
-      'two plugins of one start')
+    const groupsOf = async (db: Service['kernel']['database']['db']) => {
+      const rows = await db.selectFrom('api_groups').leftJoin('api_group_acl', 'api_group_acl.group_id', 'api_groups.id').leftJoin('api_acl', 'api_acl.id', 'api_group_acl.acl_id')
+        .select(['api_groups.display_name as name', 'api_acl.path as path']).execute()
+      const groups = new Map<string, string[]>()
+      for (const row of rows) groups.set(row.name, [...(groups.get(row.name) ?? []), ...(row.path ? [row.path] : [])].sort())
+      return groups
+    }
+    // Two plugins of one start.
+    const both = await startService(t, { kind, plugins: [groupPlugin('Access list reader')] })
+    const fresh = await groupsOf(both.kernel.database.db)
+    t.same(fresh.get('Access list reader'), ['/Api/Read/Acl'], "the acl plugin's group keeps its paths")
+    t.same(fresh.get('Access list reader (plugin tickets)'), ['/Tickets/*'], 'the later one is made under a name of its own')
 
+    // An operator's group of that name, on an existing installation.
     const service = await startService(t, { kind })
     await service.kernel.database.db.insertInto('api_groups').values({ display_name: 'Ticket desk' }).execute()
-    const entries = async (db = service.kernel.database.db) => (await db.selectFrom('api_acl').select('path').execute()).map((row) => row.path).sort()
-    const before = await entries()
     await service.stop()
     const config = service.config
-    await t.rejects(createKernel({ config, plugins: [groupPlugin('Ticket desk')], logger: silentLogger() }),
-      /^plugin tickets: its default group "Ticket desk" has the name of an existing group;/, 'an operator\'s group')
+    const upgraded = await createKernel({ config, plugins: [groupPlugin('Ticket desk'), { ...groupPlugin('Ticket desk'), name: 'tickets2', setup: () => [] }], logger: silentLogger() })
+    const groups = await groupsOf(upgraded.database.db)
+    t.same(groups.get('Ticket desk'), [], "the operator's group gains no path")
+    t.same(groups.get('Ticket desk (plugin tickets)'), ['/Tickets/*'])
+    t.same(groups.get('Ticket desk (plugin tickets2)'), ['/Tickets/*'], 'each plugin its own')
+    const rootGroups = await upgraded.database.db.selectFrom('api_key_groups').innerJoin('api_groups', 'api_groups.id', 'api_key_groups.group_id')
+      .select('api_groups.display_name as name').where('api_key_groups.key_id', '=', service.admin.id).execute()
+    t.ok(rootGroups.some((row) => row.name === 'Ticket desk (plugin tickets)'), 'given to the root admin key')
+    await upgraded.close()
 
-    const admin = await createKernel({ config, plugins: [groupPlugin('Key administration')], logger: silentLogger() })
-    const adminPaths = await admin.database.db.selectFrom('api_group_acl').innerJoin('api_acl', 'api_acl.id', 'api_group_acl.acl_id')
-      .innerJoin('api_groups', 'api_groups.id', 'api_group_acl.group_id').select('api_acl.path').where('api_groups.display_name', '=', 'Key administration').execute()
-    t.ok(adminPaths.some((row) => row.path === '/Tickets/*'), 'the admin group is joined')
-    t.same((await entries(admin.database.db)).filter((path) => path !== '/Tickets/*'), before, 'the refused start added no ACL entry')
+    // Made once: the next start makes no third group.
+    const again = await createKernel({ config, plugins: [groupPlugin('Ticket desk')], logger: silentLogger() })
+    t.equal([...(await groupsOf(again.database.db)).keys()].filter((name) => name.startsWith('Ticket desk')).length, 3)
+    await again.close()
+
+    const admin = await createKernel({ config, plugins: [{ ...groupPlugin('Key administration'), name: 'tickets3', setup: () => [] }], logger: silentLogger() })
+    t.ok((await groupsOf(admin.database.db)).get('Key administration')!.includes('/Tickets/*'), 'the admin group is joined')
     await admin.close()
   }),
 )

@@ -86,16 +86,16 @@ export async function createGroup(db: Kysely<CoreTables>, group: DefaultGroup): 
 }
 
 /**
- * A plugin's new default group has the name of a group that exists (an operator's, or
- * another plugin's). Joining it would hand the plugin's paths to every key that holds
- * that group, so the start is refused instead; only the admin group is joined.
+ * The name a plugin's new default group is made under: its own, or, when a group of
+ * that name exists already or is made by another plugin in this start, the name with
+ * the plugin's in brackets ("Account readers (plugin account)", then "... 2", ...).
  */
-export class DefaultGroupNameTaken extends Error {
-  constructor(plugin: string, group: string, otherPlugin: string | undefined) {
-    super(
-      `plugin ${plugin}: its default group "${group}" has the name of ${otherPlugin ? `plugin ${otherPlugin}'s default group` : 'an existing group'}; ` +
-        `give the plugin's group a name of its own (only "${adminGroupName}", the admin group, is shared: its paths are added to it)`,
-    )
+async function freeGroupName(db: Kysely<CoreTables>, name: string, plugin: string, named: ReadonlySet<string>): Promise<string> {
+  const taken = async (candidate: string) => named.has(candidate) || (await db.selectFrom('api_groups').select('id').where('display_name', '=', candidate).executeTakeFirst()) !== undefined
+  if (!(await taken(name))) return name
+  for (let index = 1; ; index++) {
+    const candidate = `${name} (plugin ${plugin}${index === 1 ? '' : ` ${index}`})`
+    if (!(await taken(candidate))) return candidate
   }
 }
 
@@ -174,28 +174,28 @@ export async function bootstrap(
   plugins: readonly Plugin[],
   options: { dataDir: string; now: number },
 ): Promise<RootKey | null> {
-  // Every plugin's new groups are checked before any is made: a refused start changes nothing.
-  const plans: { plugin: Plugin; groups: { group: DefaultGroup; existing: number | undefined }[] }[] = []
-  const named = new Map<string, string>()
+  // A new default group never joins a group of the same name that someone else made (an
+  // operator's, another plugin's): every key holding that group would gain the plugin's
+  // paths. It is made under a name of its own instead; only the admin group is joined.
+  const plans: { plugin: Plugin; groups: (DefaultGroup & { declaredName?: string })[] }[] = []
+  const named = new Set<string>()
   for (const plugin of plugins) {
     if (!plugin.defaultGroups?.length) continue
-    const groups = []
+    const groups: (DefaultGroup & { declaredName?: string })[] = []
     for (const group of await groupsToCreate(db, plugin, options.now)) {
-      const row = await db.selectFrom('api_groups').select('id').where('display_name', '=', group.name).executeTakeFirst()
-      const claimedBy = named.get(group.name)
-      if (group.name !== adminGroupName && (row !== undefined || claimedBy !== undefined)) throw new DefaultGroupNameTaken(plugin.name, group.name, claimedBy)
-      named.set(group.name, plugin.name)
-      groups.push({ group, existing: row === undefined ? undefined : Number(row.id) })
+      const made = group.name === adminGroupName ? group : { ...group, name: await freeGroupName(db, group.name, plugin.name, named), declaredName: group.name }
+      named.add(made.name)
+      groups.push(made)
     }
     plans.push({ plugin, groups })
   }
   const newGroupIds: number[] = []
   for (const { plugin, groups } of plans) {
-    for (const { group } of groups) {
+    for (const group of groups) {
       // Looked up again: the admin group may have been made by an earlier plugin of this start.
       const existing = await db.selectFrom('api_groups').select('id').where('display_name', '=', group.name).executeTakeFirst()
       newGroupIds.push(existing ? await joinGroup(db, Number(existing.id), group) : await createGroup(db, group))
-      await markGroupMade(db, plugin.name, group.name, options.now)
+      await markGroupMade(db, plugin.name, group.declaredName ?? group.name, options.now)
     }
     if (groups.length > 0) await settleSetting(db, `groups_of_${plugin.name}`, new Date(options.now).toISOString())
   }
