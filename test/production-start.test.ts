@@ -7,7 +7,7 @@
  */
 import t from 'tap'
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, statSync, utimesSync } from 'node:fs'
+import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync } from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join, resolve } from 'node:path'
@@ -55,6 +55,22 @@ t.test('the unit file, the Dockerfile and npm start run exactly the tested comma
   t.equal(packageJson.bin.keygate, startArguments[0])
   t.equal(packageJson.scripts.prepare, 'node scripts/build.mjs', 'npm install / npm ci leave a fresh clone built')
   t.equal(packageJson.scripts.build, 'node scripts/build.mjs')
+})
+
+t.test("the Dockerfile's build stage builds from exactly the files it copies", async (t) => {
+  const dockerfile = readFileSync(join(repository, 'deploy/Dockerfile'), 'utf8')
+  const buildStage = dockerfile.slice(0, dockerfile.indexOf('FROM', dockerfile.indexOf('FROM') + 1))
+  const copied = [...buildStage.matchAll(/^COPY (.+) \S+$/gm)].flatMap((match) => match[1].split(/\s+/))
+  t.ok(copied.includes('kernel') && copied.includes('scripts'), `the build stage copies ${copied.join(', ')}`)
+  const context = mkdtempSync(join(tmpdir(), 'keygate-docker-context-'))
+  t.teardown(() => rmSync(context, { recursive: true, force: true }))
+  for (const path of copied) cpSync(join(repository, path), join(context, path), { recursive: true })
+  // npm ci's node_modules, as the stage has them before `npm run build`.
+  symlinkSync(join(repository, 'node_modules'), join(context, 'node_modules'))
+  const built = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: context, encoding: 'utf8', timeout: 180_000 })
+  t.equal(built.status, 0, `npm run build in the image's context: ${built.stdout}${built.stderr}`)
+  t.ok(statSync(join(context, 'dist/kernel/boot/main.js')).isFile())
+  t.ok(statSync(join(context, 'dist/scripts/admin.js')).isFile(), 'the container\'s operator CLI')
 })
 
 t.test('built once; node dist/kernel/boot/main.js', async (t) => {
