@@ -1,6 +1,9 @@
 /** The redisUrl setting (D16): REDIS_URL, validated, its password never printed. */
 import t from 'tap'
 import { loadConfig, ConfigError } from '../kernel/boot/config.ts'
+import { createLogger } from '../kernel/observe/logger.ts'
+import { startService } from './helpers/service.ts'
+import { withRedis } from './helpers/redis.ts'
 
 t.test('redisUrl: null by default, set by REDIS_URL or the file', async (t) => {
   t.equal(loadConfig({}, {}).redisUrl, null)
@@ -12,6 +15,7 @@ t.test('a bad redisUrl is a config error that never shows the password', async (
   const cases: [Record<string, string>, string][] = [
     [{ REDIS_URL: 'http://user:s3cret@cache:6379' }, 'invalid setting redisUrl: must match pattern "^rediss?://" (got "http://user:***@cache:6379")'],
     [{ REDIS_URL: 'redis://user:s3cret@cache:notaport' }, 'invalid setting redisUrl: not a valid URL (got "redis://user:***@cache:notaport")'],
+    [{ REDIS_URL: 'redis://user:s3cret@cache:6379/abc' }, 'invalid setting redisUrl: the path must be a database number, e.g. /0 (got "redis://user:***@cache:6379/abc")'],
   ]
   for (const [env, message] of cases) {
     t.throws(() => loadConfig({}, env), new ConfigError(message))
@@ -22,3 +26,17 @@ t.test('a bad redisUrl is a config error that never shows the password', async (
     }
   }
 })
+
+t.test('a database number this Redis does not have is not used (ioredis would go on in db 0)', (t) =>
+  withRedis(t, 'db 99', async (t, redisUrl) => {
+    const lines: string[] = []
+    const logger = createLogger({ destination: { write: (line: string) => void lines.push(line) } })
+    const url = new URL(redisUrl)
+    url.pathname = '/99'
+    const service = await startService(t, { kind: 'sqlite', logger, config: { redisUrl: url.toString() } })
+    const ready = await fetch(`http://127.0.0.1:${service.port}/readyz`)
+    t.equal(ready.headers.get('keygate-degraded'), 'redis unreachable; rate limits per process', 'readiness says Redis is not in use')
+    t.match(lines.join('\n'), /REDIS_URL names database 99, which this Redis does not have/, 'the log says why')
+    t.equal((await service.call('GET', '/Api/Read/Acl')).status, 200, 'the service answers, counting per process')
+  }),
+)

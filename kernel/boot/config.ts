@@ -354,6 +354,10 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
   if (config.redisUrl !== null && config.redisUrl !== undefined && !URL.canParse(config.redisUrl)) {
     throw new ConfigError(`invalid setting redisUrl: not a valid URL${shownValue('redisUrl', config.redisUrl)}`)
   }
+  // The path is the database number (ioredis would throw on anything else, with a stack trace).
+  if (config.redisUrl && !/^\/?(\d{1,5})?\/?$/.test(new URL(config.redisUrl).pathname)) {
+    throw new ConfigError(`invalid setting redisUrl: the path must be a database number, e.g. /0${shownValue('redisUrl', config.redisUrl)}`)
+  }
   config.basePath = config.basePath.replace(/\/$/, '')
   config.dataDir = resolve(config.dataDir)
   return config

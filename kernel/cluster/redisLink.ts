@@ -46,7 +46,17 @@ export class RedisLink {
       this.logger.error({ redis: shown }, 'redis unreachable: rate limits are counted per process and cache changes are not shared until it returns')
     }
     this.commands.on('close', down)
-    this.commands.on('error', down)
+    this.commands.on('error', (error: Error) => {
+      // A database number this Redis does not have: ioredis reports it, then goes on in db 0,
+      // where another service's counters may be. Given up on instead, as if Redis were away.
+      if (/DB index is out of range/i.test(error.message) && !this.closed) {
+        this.logger.error({ redis: shown }, `redis: REDIS_URL names database ${new URL(url).pathname.slice(1)}, which this Redis does not have (its databases setting); not used: rate limits are counted per process and cache changes are not shared`)
+        this.up = false
+        void this.close()
+        return
+      }
+      down()
+    })
     this.subscriber.on('error', () => {})
   }
 
