@@ -6,6 +6,9 @@ import type { LogRecord } from '../plugin.ts'
 import type { CallLogQueue } from './queue.ts'
 import { toLogRecord } from './record.ts'
 
+/** How long a read waits for a sibling process's fresh record to land. */
+const siblingWaitMs = 1000
+
 /** The log plugin's reads (D8): one record of a key, a key's history, read-your-writes included. */
 export class CallLogReads {
   constructor(
@@ -24,10 +27,14 @@ export class CallLogReads {
     const read = () => this.db.selectFrom('api_log').selectAll().where('id', '=', id).where('key_id', '=', keyId).executeTakeFirst()
     let row = await read()
     if (!row && nodeOfId(id) !== this.nodeId && this.clock() - timeOfId(id) < 5000) {
-      // Made a moment ago by a sibling process (cluster mode): its batch lands within
-      // flushMs, so wait that long once rather than answer 404 to read-your-writes.
-      await new Promise((resolve) => setTimeout(resolve, this.options.flushMs * 2 + 20))
-      row = await read()
+      // Made a moment ago by a sibling process (cluster mode): its batch lands within a
+      // flush or two (longer for a process that has just started), so look again until
+      // it does, for up to a second, rather than answer 404 to read-your-writes.
+      const until = Date.now() + siblingWaitMs
+      while (!row && Date.now() < until) {
+        await new Promise((resolve) => setTimeout(resolve, this.options.flushMs))
+        row = await read()
+      }
     }
     if (row && row.response === null && row.response_digest !== null) {
       // A shared answer (sharedAnswers.ts): its text is kept once, beside the records.
@@ -46,7 +53,8 @@ export class CallLogReads {
     await this.queue.flush()
     // A call another process answered a moment ago may still be in its queue (D16: readable
     // through any process at once): with siblings serving, wait one flush of theirs.
-    if (await this.othersServing()) await new Promise((resolve) => setTimeout(resolve, this.options.flushMs * 2 + 20))
+    // (Two flushes and a margin: a process that has just started writes its first batches slower.)
+    if (await this.othersServing()) await new Promise((resolve) => setTimeout(resolve, this.options.flushMs * 2 + 150))
     let query = this.db.selectFrom('api_log').where('key_id', '=', keyId)
     if (options.from !== undefined) query = query.where('id', '>=', firstIdAt(options.from))
     if (options.to !== undefined) query = query.where('id', '<', firstIdAt(options.to + 1))
