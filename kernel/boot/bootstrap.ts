@@ -87,16 +87,28 @@ export async function createGroup(db: Kysely<CoreTables>, group: DefaultGroup): 
 
 /**
  * The name a plugin's new default group is made under: its own, or, when a group of
- * that name exists already or is made by another plugin in this start, the name with
- * the plugin's in brackets ("Account readers (plugin account)", then "... 2", ...).
+ * that name exists (an operator's, or one made earlier, in this start too), the name
+ * with the plugin's in brackets ("Account readers (plugin account)", then "... 2", ...).
  */
-async function freeGroupName(db: Kysely<CoreTables>, name: string, plugin: string, named: ReadonlySet<string>): Promise<string> {
-  const taken = async (candidate: string) => named.has(candidate) || (await db.selectFrom('api_groups').select('id').where('display_name', '=', candidate).executeTakeFirst()) !== undefined
+async function freeGroupName(db: Kysely<CoreTables>, name: string, plugin: string): Promise<string> {
+  const taken = async (candidate: string) => (await db.selectFrom('api_groups').select('id').where('display_name', '=', candidate).executeTakeFirst()) !== undefined
   if (!(await taken(name))) return name
   for (let index = 1; ; index++) {
     const candidate = `${name} (plugin ${plugin}${index === 1 ? '' : ` ${index}`})`
     if (!(await taken(candidate))) return candidate
   }
+}
+
+/**
+ * One new default group of `plugin`; returns its id. The admin group's paths join that
+ * group when it exists. Any other never joins a group of its name that someone else
+ * made (an operator's, another plugin's): every key holding that group would gain the
+ * plugin's paths. It is made under a name of its own instead.
+ */
+async function makeDefaultGroup(db: Kysely<CoreTables>, plugin: string, group: DefaultGroup): Promise<number> {
+  if (group.name !== adminGroupName) return createGroup(db, { ...group, name: await freeGroupName(db, group.name, plugin) })
+  const admin = await db.selectFrom('api_groups').select('id').where('display_name', '=', adminGroupName).executeTakeFirst()
+  return admin ? joinGroup(db, Number(admin.id), group) : createGroup(db, group)
 }
 
 /**
@@ -174,28 +186,14 @@ export async function bootstrap(
   plugins: readonly Plugin[],
   options: { dataDir: string; now: number },
 ): Promise<RootKey | null> {
-  // A new default group never joins a group of the same name that someone else made (an
-  // operator's, another plugin's): every key holding that group would gain the plugin's
-  // paths. It is made under a name of its own instead; only the admin group is joined.
-  const plans: { plugin: Plugin; groups: (DefaultGroup & { declaredName?: string })[] }[] = []
-  const named = new Set<string>()
+  const newGroupIds: number[] = []
   for (const plugin of plugins) {
     if (!plugin.defaultGroups?.length) continue
-    const groups: (DefaultGroup & { declaredName?: string })[] = []
-    for (const group of await groupsToCreate(db, plugin, options.now)) {
-      const made = group.name === adminGroupName ? group : { ...group, name: await freeGroupName(db, group.name, plugin.name, named), declaredName: group.name }
-      named.add(made.name)
-      groups.push(made)
-    }
-    plans.push({ plugin, groups })
-  }
-  const newGroupIds: number[] = []
-  for (const { plugin, groups } of plans) {
+    const groups = await groupsToCreate(db, plugin, options.now)
     for (const group of groups) {
-      // Looked up again: the admin group may have been made by an earlier plugin of this start.
-      const existing = await db.selectFrom('api_groups').select('id').where('display_name', '=', group.name).executeTakeFirst()
-      newGroupIds.push(existing ? await joinGroup(db, Number(existing.id), group) : await createGroup(db, group))
-      await markGroupMade(db, plugin.name, group.declaredName ?? group.name, options.now)
+      newGroupIds.push(await makeDefaultGroup(db, plugin.name, group))
+      // Remembered by the name the plugin declares, under whichever name it was made.
+      await markGroupMade(db, plugin.name, group.name, options.now)
     }
     if (groups.length > 0) await settleSetting(db, `groups_of_${plugin.name}`, new Date(options.now).toISOString())
   }
