@@ -7,7 +7,7 @@ import { oneStartAtATime } from '../storage/namedLock.ts'
 import { masterSecretBox, type SecretBox } from '../auth/secrets.ts'
 import { KeyAdministration } from '../auth/keyAdministration.ts'
 import { bootstrap, loadDaySecret, type RootKey } from './bootstrap.ts'
-import { recordSealedColumns } from './sealedColumnRecord.ts'
+import { pluginSealedColumns, recordSealedColumns } from './sealedColumnRecord.ts'
 import { enabledPlugins, loadPlugins } from './pluginLoader.ts'
 import { mergedHistory } from './pluginHistory.ts'
 import { routeCatalog } from '../http/routeCatalog.ts'
@@ -251,7 +251,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     services,
     database,
     secrets,
-    sealedColumns: plugins.flatMap((plugin) => (plugin.sealedColumns ?? []).map((column) => ({ ...column, plugin: plugin.name }))),
+    sealedColumns: pluginSealedColumns(plugins),
     redisReachable: () => (redis ? redis.reachable : null),
     createdRootKey,
     daySecret,

@@ -46,6 +46,11 @@ export async function recordSealedColumns(db: Kysely<CoreTables>, plugins: reado
   }
 }
 
+/** The sealed columns these plugins declare, each with the plugin's name. */
+export function pluginSealedColumns(plugins: readonly Plugin[]): (SealedColumn & { plugin: string })[] {
+  return plugins.flatMap((plugin) => (plugin.sealedColumns ?? []).map((column) => ({ ...column, plugin: plugin.name })))
+}
+
 /** Every plugin that ever started here with sealed columns, as it declared them last. */
 export async function recordedSealedColumns(db: Kysely<CoreTables>): Promise<SealedColumnRecord[]> {
   const rows = await db.selectFrom('kernel_settings').select(['name', 'value']).where('name', 'like', `${recordPrefix}%`).execute()

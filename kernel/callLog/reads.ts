@@ -52,8 +52,8 @@ export class CallLogReads {
   async history(keyId: number, options: { page: number; size: number; from?: number; to?: number; apiFunction?: string }) {
     await this.queue.flush()
     // A call another process answered a moment ago may still be in its queue (D16: readable
-    // through any process at once): with siblings serving, wait one flush of theirs.
-    // (Two flushes and a margin: a process that has just started writes its first batches slower.)
+    // through any process at once): with siblings serving, wait for their flushes (two, and
+    // a margin: a process that has just started writes its first batches slower).
     if (await this.othersServing()) await new Promise((resolve) => setTimeout(resolve, this.options.flushMs * 2 + 150))
     let query = this.db.selectFrom('api_log').where('key_id', '=', keyId)
     if (options.from !== undefined) query = query.where('id', '>=', firstIdAt(options.from))

@@ -1,3 +1,5 @@
+import { carriesMark } from './copyMark.ts'
+
 /**
  * Typed API errors. Every failure a client can cause is one of these codes; the
  * server turns it into `status` + a plain `Error: ...` body (D6). Anything else that
@@ -19,8 +21,7 @@ export const errorStatus = {
 
 export type ErrorCode = keyof typeof errorStatus
 
-// A plugin from outside the repository may load its own copy of this module (through
-// `keygate/sdk`), so an ApiError is recognised by this mark, not by its class.
+// Recognised by this mark, not by its class (copyMark.ts).
 const apiErrorMark = Symbol.for('keygate.ApiError')
 
 export class ApiError extends Error {
@@ -36,7 +37,7 @@ export class ApiError extends Error {
 
   /** True for an ApiError made by any copy of this module. */
   static is(error: unknown): error is ApiError {
-    return typeof error === 'object' && error !== null && (error as { [apiErrorMark]?: boolean })[apiErrorMark] === true
+    return carriesMark(error, apiErrorMark)
   }
 }
 

@@ -1,3 +1,5 @@
+import { carriesMark } from './copyMark.ts'
+
 /**
  * An answer whose JSON the handler already holds as text (records a plugin stores
  * rendered, say): a json answer sends `text` as it is, with no value built or
@@ -6,7 +8,7 @@
  *
  * The handler vouches that `text` is valid JSON of the value the route documents.
  */
-// Recognised by a mark, not by its class: a plugin may hold its own copy of this module (as ApiError).
+// Recognised by this mark, not by its class (copyMark.ts).
 const jsonTextMark = Symbol.for('keygate.JsonText')
 
 export class JsonText {
@@ -18,7 +20,7 @@ export class JsonText {
 
   /** True for a JsonText made by any copy of this module. */
   static is(answer: unknown): answer is JsonText {
-    return typeof answer === 'object' && answer !== null && (answer as { [jsonTextMark]?: boolean })[jsonTextMark] === true
+    return carriesMark(answer, jsonTextMark)
   }
 
   /** The answer as a value: what the route's xml, csv and a level-2 log record get. */

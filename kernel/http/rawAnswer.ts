@@ -1,11 +1,12 @@
+import { carriesMark } from './copyMark.ts'
+
 /**
  * An answer that is not a value to encode as json/xml/csv but bytes of its own type
  * (an HTML page, an RSS feed, a script, an image): a handler returns one and the encoder
  * sends it as it is, whatever format the caller asked for. Extra headers go through
  * `call.setHeader`. `status` is 200 unless given (a 304 Not Modified, say).
  */
-// A plugin from outside the repository may hold its own copy of this module (through
-// `keygate/sdk`), so a RawAnswer is recognised by this mark, not by its class (as ApiError).
+// Recognised by this mark, not by its class (copyMark.ts).
 const rawAnswerMark = Symbol.for('keygate.RawAnswer')
 
 export class RawAnswer {
@@ -21,7 +22,7 @@ export class RawAnswer {
 
   /** True for a RawAnswer made by any copy of this module. */
   static is(answer: unknown): answer is RawAnswer {
-    return typeof answer === 'object' && answer !== null && (answer as { [rawAnswerMark]?: boolean })[rawAnswerMark] === true
+    return carriesMark(answer, rawAnswerMark)
   }
 
   /** What a level-2 call log keeps of it: a description, not the bytes. */

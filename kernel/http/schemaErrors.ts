@@ -14,6 +14,8 @@ function typeList(types: string | string[]): string {
 /** Turns Ajv's first error into a message naming the field (D6: clear 400s). */
 export function describeSchemaError(error: ErrorObject, where: 'body' | 'query'): string {
   const field = error.instancePath ? error.instancePath.slice(1).replaceAll('/', '.') : ''
+  // The bound of a length or size keyword (minLength, maxItems, ...).
+  const limit = (error.params as { limit?: number }).limit
   switch (error.keyword) {
     case 'required':
       return `${field ? field + '.' : ''}${(error.params as { missingProperty: string }).missingProperty} is required.`
@@ -23,16 +25,14 @@ export function describeSchemaError(error: ErrorObject, where: 'body' | 'query')
       return `${field || where} must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.map((value) => value === null ? 'null' : String(value)).join(', ')}.`
     case 'type':
       return `${field || where} must be ${typeList((error.params as { type: string | string[] }).type)}.`
-    case 'minLength': {
-      const limit = (error.params as { limit: number }).limit
+    case 'minLength':
       return limit === 1 ? `${field || where} must not be empty.` : `${field || where} must be at least ${limit} characters long.`
-    }
     case 'maxLength':
-      return `${field || where} must be at most ${(error.params as { limit: number }).limit} characters long.`
+      return `${field || where} must be at most ${limit} characters long.`
     case 'minItems':
-      return `${field || where} must have at least ${(error.params as { limit: number }).limit} item${(error.params as { limit: number }).limit === 1 ? '' : 's'}.`
+      return `${field || where} must have at least ${limit} item${limit === 1 ? '' : 's'}.`
     case 'maxItems':
-      return `${field || where} must have at most ${(error.params as { limit: number }).limit} items.`
+      return `${field || where} must have at most ${limit} items.`
     default:
       return `${field || where} ${error.message}.`
   }

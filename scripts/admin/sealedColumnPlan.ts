@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { Kernel } from '../../kernel/boot/kernel.ts'
 import type { SealedColumn } from '../../kernel/plugin.ts'
-import { recordedSealedColumns } from '../../kernel/boot/sealedColumnRecord.ts'
+import { pluginSealedColumns, recordedSealedColumns } from '../../kernel/boot/sealedColumnRecord.ts'
 import { builtInPlugins } from './builtInPlugins.ts'
 import { dataTables, tableColumns } from './tables.ts'
 
@@ -43,7 +43,7 @@ export async function sealedColumnPlan(kernel: Kernel): Promise<PluginSealedColu
   }
 
   const plan: PluginSealedColumn[] = [...kernel.sealedColumns]
-  const builtIn = (await builtInPlugins()).flatMap((plugin) => (plugin.sealedColumns ?? []).map((column) => ({ ...column, plugin: plugin.name })))
+  const builtIn = pluginSealedColumns(await builtInPlugins())
   for (const column of builtIn) {
     // An enabled built-in is planned already; a disabled one's table exists once it ran.
     if (!plan.some((planned) => sameColumn(planned, column)) && (await exists(column))) plan.push(column)
