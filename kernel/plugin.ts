@@ -124,7 +124,10 @@ export interface Route<Body = any, Query = any> {
   body?: object
   /** Largest body in bytes this route takes, when it needs more (or less) than config `bodyLimit`. */
   bodyLimit?: number
-  /** JSON schema of the query parameters (values arrive as strings and are coerced). */
+  /**
+   * JSON schema of the query parameters (values arrive as strings and are coerced). A route
+   * without one takes no parameter but `format`: any other is 400 `<name> is not a known parameter.`
+   */
   query?: object
   cache?: CachePolicy<Body, Query>
   /**

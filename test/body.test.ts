@@ -104,6 +104,15 @@ t.test('formats (D12)', (t) =>
     const twice = await service.call('GET', '/Probe/Echo?format=xml&format=csv')
     t.equal(twice.status, 400)
     t.equal(twice.text, 'Error: Query parameter format is given more than once.')
+    // A route that declares no query takes none but format: a misspelt one is refused, not ignored.
+    const misspelt = await service.call('GET', '/Probe/Echo?Format=xml')
+    t.equal(misspelt.status, 400)
+    t.equal(misspelt.text, 'Error: Format is not a known parameter.')
+    for (const [method, path] of [['GET', '/Api/Read/Acl?foo=1'], ['POST', '/Api/Read/Acl?foo=1'], ['GET', '/Api/Read/Keys?page=2'], ['POST', '/account/read/user?x=']] as const) {
+      const refused = await service.call(method, path, method === 'POST' ? { body: {} } : {})
+      t.equal(`${refused.status} ${refused.text}`, `400 Error: ${path.split('?')[1].split('=')[0]} is not a known parameter.`, `${method} ${path}`)
+    }
+    t.equal((await service.call('GET', '/Api/Read/Acl?format=xml')).status, 200, 'format is every route\'s parameter')
     const unknown = await service.call('GET', '/Probe/Echo?format=yaml')
     t.equal(unknown.status, 400)
     t.equal(unknown.text, 'Error: format must be one of json, xml, csv.')

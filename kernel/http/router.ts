@@ -32,8 +32,9 @@ export class RouteTable {
       route,
       writes: route.writes ?? (route.method === 'POST' && !/\/read\//i.test(route.path)),
       validateBody: route.body ? compiled(named, 'body', route.body, (schema) => compileInput(this.bodyAjv, schema)) : null,
-      // Every route's query, declared or not, gets the text rule (schemas.ts).
-      validateQuery: compiled(named, 'query', route.query ?? {}, (schema) => compileInput(this.queryAjv, schema)),
+      // Every route's query, declared or not, gets the text rule (schemas.ts); a route that
+      // declares none takes none, so a misspelt parameter (?Format=xml) is a 400, not ignored.
+      validateQuery: compiled(named, 'query', route.query ?? noQuery, (schema) => compileInput(this.queryAjv, schema)),
     }
     this.mounted.push(mounted)
     this.router.on(route.method, this.basePath + route.path, () => undefined, mounted)
@@ -48,6 +49,9 @@ export class RouteTable {
     return this.mounted
   }
 }
+
+/** The query of a route that declares none: no parameter but `format`, which the input stage takes first. */
+const noQuery = { type: 'object', additionalProperties: false, properties: {} } as const
 
 /**
  * A route's schema compiled, or an error naming the route. `$ref` is refused: the OpenAPI
