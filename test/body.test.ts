@@ -113,6 +113,10 @@ t.test('formats (D12)', (t) =>
       t.equal(`${refused.status} ${refused.text}`, `400 Error: ${path.split('?')[1].split('=')[0]} is not a known parameter.`, `${method} ${path}`)
     }
     t.equal((await service.call('GET', '/Api/Read/Acl?format=xml')).status, 200, 'format is every route\'s parameter')
+    for (const name of ['constructor', '__proto__', 'toString']) {
+      const once = await service.call('GET', `/People/Read/Missing?${name}=1`)
+      t.equal(`${once.status} ${once.text}`, `400 Error: ${name} is not a known parameter.`, `?${name}= given once is not "given more than once"`)
+    }
     const unknown = await service.call('GET', '/Probe/Echo?format=yaml')
     t.equal(unknown.status, 400)
     t.equal(unknown.text, 'Error: format must be one of json, xml, csv.')

@@ -55,6 +55,8 @@ t.test('OnePhoto', (t) =>
       [{ Image: '' }, /^Error: Image must be base64 text\.$/],
       [{ Image: png.toString('base64'), Type: 'jpeg' }, /^Error: Type says jpeg but the image is png\.$/],
       [{ Image: png.toString('base64'), Type: 'gif' }, /^Error: Type must be one of jpeg, png, webp/],
+      [{ Image: png.toString('base64'), Type: 'constructor' }, /^Error: Type must be one of jpeg, png, webp, got 'constructor'\.$/],
+      [{ Image: png.toString('base64'), Type: '__proto__' }, /^Error: Type must be one of jpeg, png, webp, got '__proto__'\.$/],
       [{ Photo: 'x.jpg', Image: png.toString('base64') }, /^Error: Send either Photo/],
       [{}, /^Error: Send either Photo/],
       [{ Photo: 'x.jpg', Type: 'png' }, /^Error: Type describes Image/],

@@ -51,7 +51,8 @@ export function decodeImage(image: string, declaredType: string | undefined): { 
   const type = detectImageType(bytes)
   if (type === null) throw badRequest('Image is not a JPEG, PNG or WebP image.')
   if (declaredType !== undefined) {
-    const declared = declaredTypes[declaredType.toLowerCase()]
+    // Own keys only: 'constructor' is not a type.
+    const declared = Object.hasOwn(declaredTypes, declaredType.toLowerCase()) ? declaredTypes[declaredType.toLowerCase()] : undefined
     if (declared === undefined) throw badRequest(`Type must be one of jpeg, png, webp, got '${declaredType}'.`)
     if (declared !== type) throw badRequest(`Type says ${declared} but the image is ${type}.`)
   }

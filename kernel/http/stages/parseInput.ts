@@ -16,8 +16,10 @@ export function parseInputStage(): Stage {
       let format: string | undefined
       if (params) {
         for (const [name, value] of params) {
-          if (name === 'format' ? format !== undefined : name in query) throw badRequest(`Query parameter ${name} is given more than once.`)
+          if (name === 'format' ? format !== undefined : Object.hasOwn(query, name)) throw badRequest(`Query parameter ${name} is given more than once.`)
           if (name === 'format') format = value
+          // '__proto__' as a plain assignment would set the prototype, not a parameter the schema refuses.
+          else if (name === '__proto__') Object.defineProperty(query, name, { value, enumerable: true, writable: true, configurable: true })
           else query[name] = value
         }
       }
