@@ -2,7 +2,7 @@
  * Issue 12, items 1 and 7: what text the service stores and how it answers it.
  * - Every string and field name at any depth of every route's body and query is refused
  *   with a 400 naming the field when it holds a C0 control character other than tab,
- *   LF and CR, DEL, or a lone UTF-16 surrogate; nothing is written.
+ *   LF and CR, DEL, a C1 control, or a lone UTF-16 surrogate; nothing is written.
  * - A row written straight into the database with such characters (as an older version
  *   could have) is answered 200 in json, xml and csv; XML carries U+FFFD instead.
  * - XML element names made from field names are valid (rate-limit windows such as 1Min).
@@ -11,6 +11,7 @@
  *   reference for random values: it decides clean values in a pass of its own.
  */
 import t from 'tap'
+import { XMLParser } from 'fast-xml-parser'
 import Papa from 'papaparse'
 import { sql } from 'kysely'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
@@ -25,8 +26,8 @@ async function peopleCount(service: Service): Promise<number> {
 
 // Every C0 control, DEL and U+FFFE, as an older version could have stored them.
 const storedControls = Array.from({ length: 32 }, (_, code) => String.fromCharCode(code)).join('') + '\u007f\ufffe'
-// What XML carries instead: tab, LF, CR and DEL are XML characters; the rest become U+FFFD.
-const inXml = storedControls.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe]/g, '\ufffd')
+// What XML carries instead: tab, LF, CR and DEL are XML characters (CR written &#13;); the rest become U+FFFD.
+const inXml = storedControls.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe]/g, '\ufffd').replace('\r', '&#13;')
 
 t.test('control characters and lone surrogates are refused at input, at any depth, on every route', (t) =>
   forEachDatabase(t, async (t, kind) => {
@@ -36,6 +37,8 @@ t.test('control characters and lone surrogates are refused at input, at any dept
       ['POST', '/People/Update/OneChange', { FirstName: 'Ann', LastName: 'Nul\u0000' }, 'Error: LastName must not contain control characters.'],
       ['POST', '/People/Update/OneChange', { FirstName: 'Ann', Title: 'x\u001f' }, 'Error: Title must not contain control characters.'],
       ['POST', '/People/Update/OneChange', { FirstName: 'Ann', Title: 'x\u007f' }, 'Error: Title must not contain control characters.'],
+      ['POST', '/People/Update/OneChange', { FirstName: 'Ann', Title: 'x\u0085y' }, 'Error: Title must not contain control characters.'],
+      ['POST', '/People/Update/OneChange', { FirstName: 'Ann', LastName: 'Don\u0092t' }, 'Error: LastName must not contain control characters.'],
       ['POST', '/People/Update/OneChange', { FirstName: 'Half \ud83d' }, 'Error: FirstName is not valid Unicode text.'],
       ['POST', '/People/Update/OneChange', { FirstName: 'Other half \ude00' }, 'Error: FirstName is not valid Unicode text.'],
       ['POST', '/People/Update/OneChange', { FirstName: 'Ann', 'Last\u0002': 'x' }, 'Error: body has a field name with control characters.'],
@@ -80,6 +83,11 @@ t.test('control characters and lone surrogates are refused at input, at any dept
     t.equal(kept.status, 200, kept.text)
     t.equal(kept.json.FirstName, 'Tab\there')
     t.equal(kept.json.Title, 'Line one\r\nline two')
+    // An XML reader turns a raw CR into LF (XML 1.0 2.11): the answer writes it as &#13;.
+    const asXml = await service.call('GET', '/People/Read/Missing?format=xml')
+    t.ok(asXml.text.includes('<Title>Line one&#13;\nline two</Title>'), asXml.text)
+    const parsed = new XMLParser({ processEntities: true, htmlEntities: true }).parse(asXml.text)
+    t.equal([parsed.People.Person].flat().find((one: { LastName: string }) => one.LastName === 'Kept').Title, 'Line one\r\nline two', 'a reader gets the CR back')
   }),
 )
 
@@ -149,7 +157,7 @@ t.test('a listing answers each person exactly as the write answered it, whatever
     const service = await startService(t, { kind })
     // Characters JSON escapes or treats specially (SQLite reads listing rows as JSON arrays), non-BMP text, empty fields.
     const fields = {
-      FirstName: '"Quoted" \\ back\\slash /', LastName: 'Zoë 😀 \u2028\u2029 \u00a0 \ufffe \u0085', Title: '{"json":[1,null]} </script>',
+      FirstName: '"Quoted" \\ back\\slash /', LastName: 'Zoë 😀 \u2028\u2029 \u00a0 \ufffe', Title: '{"json":[1,null]} </script>',
       Dept: 'Tab\there\r\nline two', Email: 'a.b@example.com', Birthday: '1990-02-28', Phone: '', Custno: 0,
     }
     const created = await service.call('POST', '/People/Update/OneChange', { body: fields })
@@ -179,7 +187,7 @@ t.test('CSV: formulas after spaces and full-width formula signs are neutralised'
 )
 
 t.test('textProblem names the first problem in document order, as a plain reference does', (t) => {
-  const controls = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/
+  const controls = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/
   const lone = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
   const problemOf = (text: string) => (lone.test(text) ? 'is not valid Unicode text' : controls.test(text) ? 'must not contain control characters' : null)
   function reference(value: unknown, path: (string | number)[] = []): TextProblem | null {

@@ -121,7 +121,11 @@ export function encode(answer: unknown, format: ResponseFormat, route: Pick<Rout
   if (format === 'xml') {
     // xmlSafe: no stored text or field name can make the encoder throw (xmlSafe.ts).
     const content = xmlSafe(xmlContent(result, route.xml))
-    return { body: Buffer.from(toXml(xmlName(route.xml.root), content ?? '', xmlOptions)), contentType: contentTypes.xml }
+    // A carriage return in text, written as it is, reaches an XML reader as a line feed
+    // (end-of-line handling, XML 1.0 2.11); as &#13; it stays what JSON and CSV carry.
+    // Every \r of the document is text's: names have none and the layout uses \n.
+    const xml = toXml(xmlName(route.xml.root), content ?? '', xmlOptions)
+    return { body: Buffer.from(xml.includes('\r') ? xml.replaceAll('\r', '&#13;') : xml), contentType: contentTypes.xml }
   }
   const rows = csvRows ?? (Array.isArray(result) ? result : [result])
   // No records: still the header row, so a reader sees the columns (and not an empty file).

@@ -1,17 +1,18 @@
 /**
  * What text the service stores, decided once for every plugin (issue 12, item 1):
- * no C0 control character other than tab, line feed and carriage return, no DEL, and
- * no lone UTF-16 surrogate. Such text cannot be carried by XML 1.0 (an answer would
+ * no C0 control character other than tab, line feed and carriage return, no DEL, no C1
+ * control character (U+0080-U+009F: text decoded with the wrong code page, never meant),
+ * and no lone UTF-16 surrogate. Such text cannot be carried by XML 1.0 (an answer would
  * fail), and lone surrogates cannot be stored as utf8mb4 (MariaDB would fail the write
  * where SQLite accepts it), so it is refused at input with a 400 naming the field.
  */
 
-// U+0000-U+0008, U+000B, U+000C, U+000E-U+001F and U+007F.
-const controlCharacter = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/
+// U+0000-U+0008, U+000B, U+000C, U+000E-U+001F and U+007F-U+009F.
+const controlCharacter = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/
 const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 // Any character of those two, and any surrogate (paired ones are fine): text without
 // one, nearly all text, is decided by this one plain test.
-const suspect = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\uD800-\uDFFF]/
+const suspect = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\uD800-\uDFFF]/
 
 export interface TextProblem {
   /** Where in the value: property names and array indexes, outermost first. */

@@ -8,14 +8,13 @@ export type KeyColumns = Pick<
 >
 
 // The shared schema layer (kernel/http/textRule.ts) already refuses other control
-// characters and lone surrogates in every input; tab and line breaks, which it allows
-// in free text, have no place in a name, an e-mail address or a phone number; nor have
-// the C1 controls (U+0080-U+009F), which XML 1.0 allows but no one types.
-const oneLineControl = /[\t\n\r\u0080-\u009f]/
+// characters (C0, DEL, C1) and lone surrogates in every input; tab and line breaks,
+// which it allows in free text, have no place in a name, an e-mail address or a phone number.
+const oneLineControl = /[\t\n\r]/
 // Nothing but spaces and invisible format characters (zero-width space, joiners, marks).
 const invisibleOnly = /^[\s\p{Cf}\p{Z}]*$/u
 
-/** Refuses a tab, a line break or a C1 control in a one-line field. */
+/** Refuses a tab or a line break in a one-line field. */
 function checkOneLine(field: string, value: string): string {
   if (oneLineControl.test(value)) throw badRequest(`${field} must not contain control characters.`)
   return value
