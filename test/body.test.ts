@@ -25,6 +25,7 @@ t.test('request bodies', (t) =>
     t.equal(missing.text, 'Error: Name is required.')
     const unknownField = await service.call('POST', '/Probe/Body', { body: { Name: 'x', Extra: 1 } })
     t.equal(unknownField.text, 'Error: Extra is not a known field.')
+    t.equal((await service.call('POST', '/Probe/Body', { body: { Name: 'x', '': 1 } })).text, 'Error: A field name must not be empty.')
     const wrongFieldType = await service.call('POST', '/Probe/Body', { body: { Name: 'x', Count: 'many' } })
     t.equal(wrongFieldType.text, 'Error: Count must be an integer.')
     t.equal((await service.call('POST', '/Probe/Body', { body: [1, 2] })).status, 400, 'an array is not the object the route takes')

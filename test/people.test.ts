@@ -72,6 +72,13 @@ t.test('GET /People/Read/Missing: every listing case of D11', (t) =>
       ['page=0', /^Error: page must be >= 1/],
       ['page=abc', /^Error: page must be an integer/],
       ['color=red', /^Error: color is not a known parameter/],
+      // Numbers in plain decimal digits only, as a JSON body takes them: Number() would read these.
+      ['size=0x10', /^Error: size must be an integer\.$/],
+      ['size=1e2', /^Error: size must be an integer\.$/],
+      ['size=%2B1', /^Error: size must be an integer\.$/],
+      ['size=%201', /^Error: size must be an integer\.$/],
+      ['page=1.0', /^Error: page must be an integer\.$/],
+      ['=1', /^Error: A parameter name must not be empty\.$/],
     ] as const) {
       const refused = await service.call('GET', `/People/Read/Missing?${query}`)
       t.equal(refused.status, 400, query)

@@ -1,7 +1,7 @@
 import FindMyWay from 'find-my-way'
 import type { Route } from '../plugin.ts'
 import type { MountedRoute } from './exchange.ts'
-import { compileInput, newSchemaCompiler } from './schemas.ts'
+import { compileInput, compileQuery, newSchemaCompiler } from './schemas.ts'
 
 /**
  * The route table: find-my-way, case-insensitive (D1), no slash folding, so every
@@ -34,7 +34,7 @@ export class RouteTable {
       validateBody: route.body ? compiled(named, 'body', route.body, (schema) => compileInput(this.bodyAjv, schema)) : null,
       // Every route's query, declared or not, gets the text rule (schemas.ts); a route that
       // declares none takes none, so a misspelt parameter (?Format=xml) is a 400, not ignored.
-      validateQuery: compiled(named, 'query', route.query ?? noQuery, (schema) => compileInput(this.queryAjv, schema)),
+      validateQuery: compiled(named, 'query', route.query ?? noQuery, (schema) => compileQuery(this.queryAjv, schema)),
     }
     this.mounted.push(mounted)
     this.router.on(route.method, this.basePath + route.path, () => undefined, mounted)

@@ -19,8 +19,13 @@ export function describeSchemaError(error: ErrorObject, where: 'body' | 'query')
   switch (error.keyword) {
     case 'required':
       return `${field ? field + '.' : ''}${(error.params as { missingProperty: string }).missingProperty} is required.`
-    case 'additionalProperties':
-      return `${field ? field + '.' : ''}${(error.params as { additionalProperty: string }).additionalProperty} is not a known ${where === 'body' ? 'field' : 'parameter'}.`
+    case 'additionalProperties': {
+      const name = (error.params as { additionalProperty: string }).additionalProperty
+      const kind = where === 'body' ? 'field' : 'parameter'
+      // "Error:  is not a known field." names nothing.
+      if (name === '') return `${field ? field + ': a' : 'A'} ${kind} name must not be empty.`
+      return `${field ? field + '.' : ''}${name} is not a known ${kind}.`
+    }
     case 'enum':
       return `${field || where} must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.map((value) => value === null ? 'null' : String(value)).join(', ')}.`
     case 'type':
