@@ -1,6 +1,6 @@
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig, ConfigError } from '../kernel/boot/config.ts'
@@ -86,4 +86,26 @@ t.test('npm start with a bad setting stops with one line and a non-zero exit', a
   const badKey = spawnSync(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { env: { ...process.env, DATA_DIR: folder, MASTER_KEY: join(folder, 'master.key'), PORT: '0' }, encoding: 'utf8', timeout: 30_000 })
   t.equal(badKey.status, 1)
   t.equal(badKey.stderr, `keygate: invalid setting masterKey: ${join(folder, 'master.key')} does not hold a 64-hex-digit master key\n`)
+})
+
+t.test('a plugin that cannot be loaded or served stops the start with one line naming the setting', async (t) => {
+  const folder = mkdtempSync(join(tmpdir(), 'keygate-plugins-'))
+  t.teardown(() => rmSync(folder, { recursive: true, force: true }))
+  const start = (plugins: string) =>
+    spawnSync(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { env: { ...process.env, DATA_DIR: join(folder, 'data'), PLUGINS: plugins, PORT: '0' }, encoding: 'utf8', timeout: 30_000 })
+  const unknown = start('keys,nosuch')
+  t.equal(unknown.status, 1)
+  t.match(unknown.stderr, /^keygate: invalid setting plugins: plugin 'nosuch' is enabled in config but is neither a built-in plugin, a folder nor an installed npm package\n$/)
+  t.notMatch(unknown.stdout, /"level":"fatal"/, 'no JSON stack trace')
+  // A plugin written in JavaScript with default-group paths as plain strings, and one whose route has no xml.root.
+  mkdirSync(join(folder, 'shape'))
+  writeFileSync(join(folder, 'shape', 'index.mjs'), "export default { name: 'shape', defaultGroups: [{ name: 'Shape', paths: ['/Shape/Read'] }], setup: () => [] }\n")
+  const shape = start(`keys,${join(folder, 'shape')}`)
+  t.equal(shape.status, 1)
+  t.equal(shape.stderr, `keygate: invalid setting plugins: plugin 'shape', default group 'Shape': each path is { path: '/...', displayName }, got "/Shape/Read"\n`)
+  mkdirSync(join(folder, 'noroot'))
+  writeFileSync(join(folder, 'noroot', 'index.mjs'), "export default { name: 'noroot', setup: () => [{ method: 'GET', path: '/Noroot/Read', handler: () => ({}) }] }\n")
+  const noRoot = start(`keys,${join(folder, 'noroot')}`)
+  t.equal(noRoot.status, 1)
+  t.match(noRoot.stderr, /^keygate: invalid setting plugins: GET \/Noroot\/Read of plugin noroot: xml\.root is required[^\n]*\n$/)
 })

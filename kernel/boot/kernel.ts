@@ -7,6 +7,7 @@ import { oneStartAtATime } from '../storage/namedLock.ts'
 import { masterSecretBox, type SecretBox } from '../auth/secrets.ts'
 import { KeyAdministration } from '../auth/keyAdministration.ts'
 import { bootstrap, loadDaySecret, type RootKey } from './bootstrap.ts'
+import { PluginError } from './pluginError.ts'
 import { pluginSealedColumns, recordSealedColumns } from './sealedColumnRecord.ts'
 import { enabledPlugins, loadPlugins } from './pluginLoader.ts'
 import { mergedHistory } from './pluginHistory.ts'
@@ -215,7 +216,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       const declared = await Promise.resolve().then(() => plugin.setup({ ...services, log: logger.child({ plugin: plugin.name }) })).catch((error: Error) => {
         throw new Error(`plugin ${plugin.name}: setup failed: ${error?.message ?? error}`)
       })
-      if (!Array.isArray(declared)) throw new Error(`plugin ${plugin.name}: setup must return an array of routes`)
+      if (!Array.isArray(declared)) throw new PluginError(`plugin ${plugin.name}: setup must return an array of routes`)
       for (const route of declared) routes.add(plugin.name, route)
     }
   } catch (error) {

@@ -11,6 +11,7 @@
 import cluster from 'node:cluster'
 import { join } from 'node:path'
 import { loadConfig, ConfigError, type Config } from './config.ts'
+import { PluginError } from './pluginError.ts'
 import { createKernel, type Kernel } from './kernel.ts'
 import { servePrimary, workerLink } from './cluster.ts'
 import { MasterKeyFileError, masterKeyWarning } from '../auth/masterKey.ts'
@@ -176,6 +177,10 @@ if (process.argv.includes('--version') || process.argv.includes('-v')) {
     }
     if (error instanceof MasterKeyFileError) {
       console.error(`keygate: invalid setting masterKey: ${error.message}`)
+      process.exit(1)
+    }
+    if (error instanceof PluginError) {
+      console.error(`keygate: invalid setting plugins: ${error.message}`)
       process.exit(1)
     }
     logger.fatal({ err: error }, `keygate: could not start: ${(error as Error).message ?? error}`)

@@ -4,6 +4,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { Plugin } from '../plugin.ts'
 import { withHistoryFile } from './pluginHistory.ts'
+import { PluginError } from './pluginError.ts'
 
 const builtInFolder = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'plugins')
 const entryFiles = ['index.ts', 'index.js', 'index.mjs']
@@ -21,13 +22,13 @@ function locate(entry: string, baseDir: string): { url: string; what: string; bu
   const isPath = entry.startsWith('./') || entry.startsWith('../') || isAbsolute(entry)
   if (!isPath && pluginName.test(entry) && existsSync(join(builtInFolder, entry))) {
     const file = entryFiles.map((name) => join(builtInFolder, entry, name)).find(existsSync)
-    if (!file) throw new Error(`plugin '${entry}' has no index file in ${join(builtInFolder, entry)}`)
+    if (!file) throw new PluginError(`plugin '${entry}' has no index file in ${join(builtInFolder, entry)}`)
     return { url: pathToFileURL(file).href, what: `plugins/${entry}`, builtIn: true }
   }
   if (isPath) {
     const folder = resolve(baseDir, entry)
     const file = existsSync(join(folder, 'package.json')) ? resolvePackage(folder, folder) : entryFiles.map((name) => join(folder, name)).find(existsSync)
-    if (!file) throw new Error(`plugin folder ${folder} has no package.json or index file`)
+    if (!file) throw new PluginError(`plugin folder ${folder} has no package.json or index file`)
     return { url: pathToFileURL(file).href, what: folder, builtIn: false }
   }
   return { url: pathToFileURL(resolvePackage(entry, baseDir)).href, what: `package ${entry}`, builtIn: false }
@@ -42,7 +43,7 @@ function resolvePackage(specifier: string, baseDir: string): string {
       // try the next place
     }
   }
-  throw new Error(`plugin '${specifier}' is enabled in config but is neither a built-in plugin, a folder nor an installed npm package`)
+  throw new PluginError(`plugin '${specifier}' is enabled in config but is neither a built-in plugin, a folder nor an installed npm package`)
 }
 
 /**
@@ -65,20 +66,40 @@ export async function loadPlugins(entries: readonly string[], extra: readonly Pl
   const plugins: Plugin[] = []
   const reserved = reservedNames()
   const add = (plugin: Plugin, what: string, external: boolean) => {
-    if (!plugin || typeof plugin.setup !== 'function' || typeof plugin.name !== 'string') throw new Error(`${what} does not export a plugin (default export with a name and a setup function)`)
-    if (!pluginName.test(plugin.name)) throw new Error(`${what}: plugin name '${plugin.name}' must be lower-case letters, digits and dashes`)
-    if (external && reserved.has(plugin.name)) throw new Error(`${what}: plugin name '${plugin.name}' is reserved (${plugin.name === 'kernel' ? "the kernel's own" : 'a built-in plugin'}); give the plugin another name`)
-    if (plugins.some((loaded) => loaded.name === plugin.name)) throw new Error(`plugin '${plugin.name}' is loaded twice`)
+    if (!plugin || typeof plugin.setup !== 'function' || typeof plugin.name !== 'string') throw new PluginError(`${what} does not export a plugin (default export with a name and a setup function)`)
+    if (!pluginName.test(plugin.name)) throw new PluginError(`${what}: plugin name '${plugin.name}' must be lower-case letters, digits and dashes`)
+    if (external && reserved.has(plugin.name)) throw new PluginError(`${what}: plugin name '${plugin.name}' is reserved (${plugin.name === 'kernel' ? "the kernel's own" : 'a built-in plugin'}); give the plugin another name`)
+    if (plugins.some((loaded) => loaded.name === plugin.name)) throw new PluginError(`plugin '${plugin.name}' is loaded twice`)
+    checkDefaultGroups(plugin)
     plugins.push(plugin)
   }
   for (const entry of entries) {
     const { url, what, builtIn } = locate(entry, baseDir)
     const module = (await import(url)) as { default?: Plugin; plugin?: Plugin }
     const plugin = module.default ?? module.plugin
-    if (builtIn && plugin?.name !== entry) throw new Error(`plugins/${entry}/index.ts must export default a Plugin named '${entry}'`)
+    if (builtIn && plugin?.name !== entry) throw new PluginError(`plugins/${entry}/index.ts must export default a Plugin named '${entry}'`)
     // A plugin ships its change history as history.json beside its entry file.
     add(withHistoryFile(plugin as Plugin, dirname(fileURLToPath(url))), what, !builtIn)
   }
   for (const plugin of extra) add(plugin, `plugin '${plugin.name}'`, false)
   return plugins
+}
+
+/**
+ * A plugin written in JavaScript gets no type check: its default groups are checked here,
+ * once, so a wrong shape stops the start naming plugin and group, not as a database error.
+ */
+function checkDefaultGroups(plugin: Plugin): void {
+  const groups: unknown = plugin.defaultGroups
+  if (groups === undefined) return
+  if (!Array.isArray(groups)) throw new PluginError(`plugin '${plugin.name}': defaultGroups must be an array of { name, paths }`)
+  for (const group of groups as { name?: unknown; paths?: unknown }[]) {
+    if (typeof group?.name !== 'string' || group.name.trim() === '') throw new PluginError(`plugin '${plugin.name}': every default group needs a name`)
+    const named = `plugin '${plugin.name}', default group '${group.name}'`
+    if (!Array.isArray(group.paths)) throw new PluginError(`${named}: paths must be an array of { path, displayName }`)
+    for (const entry of group.paths as { path?: unknown; displayName?: unknown }[]) {
+      if (typeof entry?.path !== 'string' || !entry.path.startsWith('/')) throw new PluginError(`${named}: each path is { path: '/...', displayName }, got ${JSON.stringify(entry)}`)
+      if (typeof entry.displayName !== 'string') throw new PluginError(`${named}: path ${entry.path} needs a displayName`)
+    }
+  }
 }

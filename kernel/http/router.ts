@@ -2,6 +2,7 @@ import FindMyWay from 'find-my-way'
 import type { Route } from '../plugin.ts'
 import type { MountedRoute } from './exchange.ts'
 import { compileInput, compileQuery, newSchemaCompiler } from './schemas.ts'
+import { PluginError } from '../boot/pluginError.ts'
 
 /**
  * The route table: find-my-way, case-insensitive (D1), no slash folding, so every
@@ -18,14 +19,14 @@ export class RouteTable {
   /** Mounts one route; a route the kernel cannot serve as declared stops the start, naming plugin and route. */
   add(plugin: string, route: Route): void {
     const named = `${route.method} ${route.path} of plugin ${plugin}`
-    if (typeof route.path !== 'string' || !route.path.startsWith('/')) throw new Error(`route ${route.path} of plugin ${plugin} must start with /`)
+    if (typeof route.path !== 'string' || !route.path.startsWith('/')) throw new PluginError(`route ${route.path} of plugin ${plugin} must start with /`)
     // Plugins written in JavaScript get no type check: what the types promise is checked here, once.
-    if (route.method !== 'GET' && route.method !== 'POST') throw new Error(`${named}: method must be GET or POST`)
+    if (route.method !== 'GET' && route.method !== 'POST') throw new PluginError(`${named}: method must be GET or POST`)
     // A '*' or ':' would make find-my-way match a whole family of paths that no ACL entry names one by one.
-    if (/[*:]/.test(route.path)) throw new Error(`${named}: a path is one fixed path (no * or :)`)
-    if (typeof route.xml?.root !== 'string') throw new Error(`${named}: xml.root is required (the root element of its XML answers)`)
+    if (/[*:]/.test(route.path)) throw new PluginError(`${named}: a path is one fixed path (no * or :)`)
+    if (typeof route.xml?.root !== 'string') throw new PluginError(`${named}: xml.root is required (the root element of its XML answers)`)
     const taken = this.mounted.find((other) => other.route.method === route.method && other.route.path.toLowerCase() === route.path.toLowerCase())
-    if (taken) throw new Error(`${route.method} ${route.path} of plugin ${plugin} is already routed to plugin ${taken.plugin}`)
+    if (taken) throw new PluginError(`${route.method} ${route.path} of plugin ${plugin} is already routed to plugin ${taken.plugin}`)
     const mounted: MountedRoute = {
       id: this.mounted.length,
       plugin,
@@ -58,10 +59,10 @@ const noQuery = { type: 'object', additionalProperties: false, properties: {} } 
  * document (D15) carries each schema as it is, where a local reference cannot resolve.
  */
 function compiled<S, T>(named: string, part: 'body' | 'query', schema: S, compile: (schema: S) => T): T {
-  if (JSON.stringify(schema).includes('"$ref"')) throw new Error(`${named}: its ${part} schema uses $ref; write the referenced schema out (the OpenAPI document carries schemas as they are)`)
+  if (JSON.stringify(schema).includes('"$ref"')) throw new PluginError(`${named}: its ${part} schema uses $ref; write the referenced schema out (the OpenAPI document carries schemas as they are)`)
   try {
     return compile(schema)
   } catch (error) {
-    throw new Error(`${named}: its ${part} schema is invalid: ${(error as Error).message}`)
+    throw new PluginError(`${named}: its ${part} schema is invalid: ${(error as Error).message}`)
   }
 }
