@@ -231,6 +231,8 @@ t.test('POST /Api/Read/History', (t) =>
     t.notMatch(xml.text, /<Calls>/)
     const both = await service.call('POST', '/Api/Read/History', { key, body: { From: day, from: day } })
     t.equal(both.text, 'Error: Give From or from, not both.')
+    const badLower = await service.call('POST', '/Api/Read/History', { key, body: { from: 'x' } })
+    t.match(badLower.text, /^Error: from must be an HTTP-date/, 'the error names the spelling given')
 
     for (const body of [{ From: 'yesterday' }, { From: new Date().toISOString(), To: start }, { size: 0 }, { size: 1001 }, { page: 0 }, { Sort: 'Id' }, { From: day, from: day }]) {
       const answer = await service.call('POST', '/Api/Read/History', { key, body })

@@ -53,6 +53,9 @@ t.test('MaxHits grammar', async (t) => {
 t.test('a MaxHits error quotes the item as typed', async (t) => {
   t.throws(() => parseMaxHits('10/1Sec 5/1Min'), { message: "MaxHits item '10/1Sec 5/1Min' is not of the form <count>/<n><Sec|Min|Hour|Day|Mon>, e.g. 10/1Sec,1000/1Hour" }, 'a missing comma stays visible')
   t.throws(() => parseMaxHits('10/1Sec, 0 / 1 Min'), { message: "MaxHits item '0 / 1 Min' needs a count and a window of at least 1" })
+  t.throws(() => parseMaxHits('9007199254740991/1Sec'), { message: "MaxHits item '9007199254740991/1Sec' has a count over 999999999999" }, 'of the form, but too large: said so')
+  t.throws(() => parseMaxHits('1/99999999999999999999Sec'), { message: "MaxHits item '1/99999999999999999999Sec' has a window longer than a year" })
+  t.same(parseMaxHits('999999999999/1Mon'), [{ count: 999999999999, seconds: 2_592_000, label: '1Mon' }])
 })
 
 t.test('TimeLeft text', async (t) => {

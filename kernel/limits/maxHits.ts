@@ -8,7 +8,9 @@ export interface RateWindow {
 
 const unitSeconds: Record<string, number> = { sec: 1, min: 60, hour: 3600, day: 86_400, mon: 2_592_000 }
 const unitNames: Record<string, string> = { sec: 'Sec', min: 'Min', hour: 'Hour', day: 'Day', mon: 'Mon' }
-const windowPattern = /^(\d{1,12})\/(\d{1,6})(sec|min|hour|day|mon)$/i
+const windowPattern = /^(\d+)\/(\d+)(sec|min|hour|day|mon)$/i
+// The largest count taken: beyond it a typo, not a limit (and past 2^53 not exact).
+const maxCount = 999_999_999_999
 
 export class MaxHitsError extends Error {}
 
@@ -30,6 +32,7 @@ export function parseMaxHits(text: string | null | undefined): RateWindow[] {
     const length = Number(match[2])
     const unit = match[3].toLowerCase()
     if (count < 1 || length < 1) throw new MaxHitsError(`MaxHits item '${item}' needs a count and a window of at least 1`)
+    if (count > maxCount) throw new MaxHitsError(`MaxHits item '${item}' has a count over ${maxCount}`)
     const seconds = length * unitSeconds[unit]
     if (seconds > 366 * 86_400) throw new MaxHitsError(`MaxHits item '${item}' has a window longer than a year`)
     const label = `${length}${unitNames[unit]}`

@@ -49,11 +49,12 @@ const historySchema = {
 interface LogRequest { LogRequestId: number | string }
 interface HistoryRequest { page?: number; size?: number; From?: string; To?: string; Function?: string; from?: string; to?: string; function?: string }
 
-/** A filter given in either spelling (From or from), never both. */
-function filterOf(body: HistoryRequest, name: 'From' | 'To' | 'Function'): string | undefined {
+/** A filter given in either spelling (From or from), never both; with the name it was given by, for errors. */
+function filterOf(body: HistoryRequest, name: 'From' | 'To' | 'Function'): { value: string; given: string } | undefined {
   const lower = name.toLowerCase() as 'from' | 'to' | 'function'
   if (body[name] !== undefined && body[lower] !== undefined) throw badRequest(`Give ${name} or ${lower}, not both.`)
-  return body[name] ?? body[lower]
+  if (body[name] !== undefined) return { value: body[name]!, given: name }
+  return body[lower] === undefined ? undefined : { value: body[lower]!, given: lower }
 }
 
 /**
@@ -63,10 +64,10 @@ function filterOf(body: HistoryRequest, name: 'From' | 'To' | 'Function'): strin
  */
 const logReadTtlSeconds = 60
 
-function inputTime(text: string | undefined, field: string, parse: (text: string) => number | null = parseInputDate): number | undefined {
-  if (text === undefined) return undefined
-  const time = parse(text)
-  if (time === null) throw badRequest(`${field} must be an HTTP-date (Sun, 22 Nov 2026 08:49:37 GMT) or RFC 3339 (2026-11-22T08:49:37Z).`)
+function inputTime(filter: { value: string; given: string } | undefined, parse: (text: string) => number | null = parseInputDate): number | undefined {
+  if (filter === undefined) return undefined
+  const time = parse(filter.value)
+  if (time === null) throw badRequest(`${filter.given} must be an HTTP-date (Sun, 22 Nov 2026 08:49:37 GMT) or RFC 3339 (2026-11-22T08:49:37Z).`)
   return time
 }
 
@@ -102,11 +103,11 @@ interface HistoryAnswer { Total: number; Page: string; Calls: Record<string, unk
 async function readHistory(kernel: KernelServices, caller: CallerKey, body: HistoryRequest): Promise<HistoryAnswer> {
   const page = body.page ?? historyDefaults.page
   const size = body.size ?? historyDefaults.size
-  const from = inputTime(filterOf(body, 'From'), 'From')
+  const from = inputTime(filterOf(body, 'From'))
   // Inclusive to the end of its second: a record's RequestTime is shown in whole seconds,
   // so To = that RequestTime must find the call made later within the same second (a date alone: its whole day).
-  const to = inputTime(filterOf(body, 'To'), 'To', parseInputDateUntil)
-  const apiFunction = filterOf(body, 'Function')
+  const to = inputTime(filterOf(body, 'To'), parseInputDateUntil)
+  const apiFunction = filterOf(body, 'Function')?.value
   if (from !== undefined && to !== undefined && from > to) throw badRequest('From must not be later than To.')
   const { total, records } = caller.anonymous
     ? { total: 0, records: [] }
