@@ -58,3 +58,52 @@ t.test('a CSV import shows its progress and reports the bad rows', (t) => withBr
   const missing = await service.call('GET', '/People/Read/Missing')
   t.equal(missing.json.Total, 1996, 'one person fewer is missing a photo')
 }))
+
+t.test('refused rows are named by their physical line, as one importmass call of the file names them', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  // 600 rows: a blank line after row 100, a Title with a line break in row 300, bad rows either side and near a batch's end.
+  const lines = ['Source_Id,FirstName,LastName,Title']
+  for (let row = 1; row <= 600; row++) {
+    lines.push(`L${row},First${row},${[50, 249, 260, 500].includes(row) ? '' : `Last${row}`},${row === 300 ? '"Head of\nThings"' : 'Staff'}`)
+    if (row === 100) lines.push('')
+  }
+  const csv = `${lines.join('\n')}\n`
+  const page = await browser.newPage()
+  await signIn(page, service)
+  await page.goto(consoleUrl(service, 'people'))
+  await page.getByLabel('CSV file').setInputFiles({ name: 'people.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) })
+  await page.getByRole('button', { name: 'Import' }).click()
+  await page.getByTestId('import-summary').waitFor({ timeout: 60_000 })
+  t.equal(await page.locator('progress#import-progress').getAttribute('max'), '600', 'the bar counts the rows, not the lines')
+  const rows = await page.locator('tr.rejected-row').evaluateAll((cells) => cells.map((row) => Number(row.querySelector('td')!.textContent)))
+  t.same(rows, [50, 250, 261, 502], 'the physical lines: the blank line and the line break count')
+
+  const init = await service.call('POST', '/people/update/importinit', { body: {} })
+  const whole = await service.call('POST', '/people/update/importmass', { body: { ImportId: init.json.ImportId, Csv: csv } })
+  t.same(rows, whole.json.Rejections.map((rejection: { Row: number }) => rejection.Row), 'what one importmass call of the whole file answers')
+}))
+
+t.test('a file the API would refuse whole is refused before anything is sent', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const lines = ['Source_Id,FirstName,LastName']
+  for (let row = 1; row <= 600; row++) lines.push(row === 400 ? `Q${row},"Never closed,Last${row}` : `Q${row},First${row},Last${row}`)
+  const csv = `${lines.join('\n')}\n`
+  const init = await service.call('POST', '/people/update/importinit', { body: {} })
+  const api = await service.call('POST', '/people/update/importmass', { body: { ImportId: init.json.ImportId, Csv: csv } })
+  t.equal(api.status, 400)
+  t.match(api.text, /starts on row 400 is never closed/, 'the API refuses the file whole')
+
+  const page = await browser.newPage()
+  await signIn(page, service)
+  await page.goto(consoleUrl(service, 'people'))
+  await page.getByLabel('CSV file').setInputFiles({ name: 'broken.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) })
+  await page.getByRole('button', { name: 'Import' }).click()
+  const error = page.getByRole('region', { name: 'Import people from CSV' }).getByRole('alert')
+  await error.waitFor()
+  t.match(await error.textContent(), /^Error: A quoted field that starts on row 400 is never closed.*nothing of the file was sent\./, 'the file\'s row')
+  t.equal(await page.locator('progress#import-progress').count(), 0, 'no progress: nothing was sent')
+  const listed = await service.call('POST', '/people/read/list', { body: {} })
+  t.equal(listed.json.Total, 0, 'nobody was written')
+  const next = await service.call('POST', '/people/update/importinit', { body: {} })
+  t.equal(next.json.ImportId, init.json.ImportId + 1, 'no import was opened')
+}))

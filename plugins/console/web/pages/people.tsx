@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks'
-import type { Api } from '../api.ts'
+import { ApiError, type Api } from '../api.ts'
 import { ErrorText, Field, PageTitle, Pager, TableFrame, useAction, useLoad } from '../components.tsx'
-import { csvBatches } from '../csvBatches.ts'
+import { planCsv } from '../csvBatches.ts'
 
 interface Person { Id: number; Source_Id: string | null; FirstName: string | null; LastName: string | null; Email: string | null; Dept: string | null; Title: string | null; Location: string | null; Photo: string | null; TermDate: string | null }
 interface Listing { Total: number; Page: string; Sort: string; People: Person[] | string }
@@ -106,19 +106,26 @@ function CsvImport({ api, onDone }: { api: Api; onDone: () => void }) {
     if (!file) return
     void action.run(async () => {
       setReport(null)
-      const batches = csvBatches(await file.text(), batchRows)
-      const total = batches.reduce((sum, batch) => sum + batch.rows, 0)
+      setProgress(null)
+      // The whole file is read first: one the server would refuse whole is refused here, nothing sent.
+      const plan = planCsv(await file.text(), batchRows)
+      if ('error' in plan) throw new Error(plan.error)
+      const total = plan.rows
       setProgress({ sent: 0, total })
       const { ImportId } = await api.call<{ ImportId: number }>('POST', '/people/update/importinit', {})
       const result = { added: 0, changed: 0, unchanged: 0, rejections: [] as ImportBatch['Rejections'] }
       let sent = 0
-      for (const batch of batches) {
-        const answer = await api.call<ImportBatch>('POST', '/people/update/importmass', { ImportId, Csv: batch.text })
+      for (const batch of plan.batches) {
+        const answer = await api.call<ImportBatch>('POST', '/people/update/importmass', { ImportId, Csv: batch.text }).catch((error: unknown) => {
+          // A batch refused whole names a row of the batch: the file's row is what the person can find.
+          if (error instanceof ApiError) throw new ApiError(error.status, error.message.replace(/\brow (\d+)/g, (_, row: string) => `row ${Number(row) + batch.rowOffset}`))
+          throw error
+        })
         result.added += answer.Added
         result.changed += answer.Changed
         result.unchanged += answer.Unchanged
         // Rows count from the line after the batch's header: back to lines of the whole file.
-        for (const rejection of answer.Rejections) result.rejections.push({ ...rejection, Row: rejection.Row + batch.firstRow - 1 })
+        for (const rejection of answer.Rejections) result.rejections.push({ ...rejection, Row: rejection.Row + batch.rowOffset })
         sent += batch.rows
         setProgress({ sent, total })
       }
