@@ -38,18 +38,20 @@ t.test('the usage chart shows the calls just made', (t) => withBrowser(t, async 
 t.test('credits that refill are a gauge; the chart follows the window to a phone width', (t) => withBrowser(t, async (browser) => {
   const service = await startService(t, { kind: 'sqlite' })
   const groups = (await service.call('GET', '/Api/Read/Groups')).json as { Id: number }[]
-  const created = await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: 'Metered key', GroupId: groups.map((group) => group.Id), Require_Https: 0, Credits: 10, Refill: { Amount: 10, Every: '1Day' } } })
+  const created = await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: 'Metered key', GroupId: groups.map((group) => group.Id), Require_Https: 0, Credits: 50, Refill: { Amount: 100, Every: '1Day' } } })
   t.equal(created.status, 200, created.text)
   const key = { apiKey: created.json.Api_Key, secret: created.json.Api_Secret }
-  for (let i = 0; i < 3; i++) await service.call('GET', '/Api/Read/Acl', { key })
+  for (let i = 0; i < 10; i++) await service.call('GET', '/Api/Read/Acl', { key })
 
   const page = await browser.newPage()
   await page.setViewportSize({ width: 1280, height: 900 })
   await signIn(page, service)
   await page.goto(consoleUrl(service, 'usage'))
   await page.getByLabel('Whose calls').selectOption({ label: 'Metered key' })
-  await page.getByTestId('usage-total').filter({ hasText: /^3$/ }).waitFor()
-  await page.getByLabel(/Credits: 3 of 10 used/).waitFor()
+  await page.getByTestId('usage-total').filter({ hasText: /^10$/ }).waitFor()
+  // It started with 50 of a refill of 100: 10 calls leave 40, not "60 used".
+  await page.getByLabel('Credits: 40 left of 100').waitFor()
+  t.match(await page.locator('.gauge').filter({ hasText: 'Credits' }).locator('span').last().textContent(), /^40 left of 100; resets in /, 'what is left against the refill amount')
   t.pass('credits as a gauge of the refill amount')
 
   await page.setViewportSize({ width: 375, height: 800 })

@@ -67,13 +67,21 @@ function Chart({ usage }: { usage: UsageAnswer }) {
   return <div ref={holder} class="chart" role="img" aria-label={`Calls per ${usage.Step === '1Day' ? 'day' : 'hour'} by status, ${usage.Total} in all`} />
 }
 
-function Gauge({ label, limit, remain, detail }: { label: string; limit: number | null; remain: number; detail: string }) {
+/**
+ * A window's gauge: what was used of its limit. Credits (`left`) are a balance, not a count
+ * of calls: a key that starts with fewer credits than its refill Amount has used nothing of
+ * the difference, so their gauge shows what is left against the limit.
+ */
+function Gauge({ label, limit, remain, detail, left = false }: { label: string; limit: number | null; remain: number; detail: string; left?: boolean }) {
   const used = limit === null ? null : Math.max(0, limit - remain)
+  const text = limit === null ? `${remain} left` : left ? `${remain} left of ${limit}` : `${used} of ${limit} used, ${remain} left`
   return (
     <div class="gauge">
       <span class="gauge-label">{label}</span>
-      {limit !== null ? <meter min={0} max={limit} value={used!} low={limit * 0.7} high={limit * 0.9} optimum={0} aria-label={`${label}: ${used} of ${limit} used`} /> : null}
-      <span>{limit !== null ? `${used} of ${limit} used, ${remain} left` : `${remain} left`}{detail ? `; ${detail}` : ''}</span>
+      {limit === null ? null : left
+        ? <meter min={0} max={limit} value={remain} low={limit * 0.1} high={limit * 0.3} optimum={limit} aria-label={`${label}: ${text}`} />
+        : <meter min={0} max={limit} value={used!} low={limit * 0.7} high={limit * 0.9} optimum={0} aria-label={`${label}: ${text}`} />}
+      <span>{text}{detail ? `; ${detail}` : ''}</span>
     </div>
   )
 }
@@ -121,7 +129,7 @@ export function UsagePage({ api }: { api: Api }) {
             {data.Windows.length === 0 && <p>No rate limit, tenant quota or credits apply.</p>}
             {data.Windows.map((window) => (
               <Gauge key={window.Window} label={window.Window === 'Credits' ? 'Credits' : `Window ${window.Window}`}
-                limit={window.Window === 'Credits' ? creditsGauge(window) : window.Limit} remain={window.Remain}
+                limit={window.Window === 'Credits' ? creditsGauge(window) : window.Limit} remain={window.Remain} left={window.Window === 'Credits'}
                 detail={window.TimeLeft ? `resets in ${window.TimeLeft}` : ''} />
             ))}
           </section>
