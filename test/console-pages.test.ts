@@ -27,6 +27,8 @@ t.test('axe-core finds no serious or critical violation on any page, wide or nar
       await page.getByRole('heading', { name: title, level: 1 }).waitFor()
       await page.waitForLoadState('networkidle')
       t.same(await seriousViolations(page), [], `${path}${suffix}`)
+      // A table's region inside a section of the same name made two landmarks of one name.
+      t.same((await seriousViolations(page, ['moderate'])).filter((violation) => violation.id === 'landmark-unique'), [], `${path}${suffix}: every landmark has a name of its own`)
       const sideways = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)
       t.ok(sideways <= 1, `${path}${suffix}: the page itself does not scroll sideways (${sideways} px)`)
       await screenshot(page, `${path}${suffix}`)
@@ -43,4 +45,42 @@ t.test('the nav shows only the pages a key may use', (t) => withBrowser(t, async
   const links = await page.getByRole('navigation', { name: 'Pages' }).getByRole('link').allTextContents()
   t.same(links, ['Access'], 'only Access: the key may read its ACL, nothing else the console shows')
   t.notOk(links.includes('Webhooks'), 'no Webhooks entry without the webhooks group')
+}))
+
+t.test('a query the API refuses shows its error without the results of the query before', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const page = await browser.newPage()
+  await signIn(page, service)
+  await page.getByRole('link', { name: 'Logs', exact: true }).click()
+  const calls = page.getByRole('region', { name: 'Calls' })
+  await calls.getByText(/calls, page 1 of/).waitFor()
+  await page.getByLabel('From').fill('2030-01-02T00:00')
+  await page.getByLabel('To').fill('2030-01-01T00:00')
+  await page.getByRole('button', { name: 'Filter' }).click()
+  await page.getByText(/^Error: From must not be later than To/).waitFor()
+  t.equal(await page.getByText(/calls, page/).count(), 0, 'the caption of the query before is gone')
+  t.equal(await page.locator('table').count(), 0, 'and its table')
+}))
+
+t.test('a service that does not answer is said so, not with the browser\'s "Failed to fetch"', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const page = await browser.newPage()
+  await signIn(page, service)
+  // Every call of the API now fails as a stopped service does: no answer at all.
+  await page.route('**/v1.0/**', (route) => route.abort('connectionrefused'))
+  await page.getByRole('link', { name: 'Access', exact: true }).click()
+  const error = page.getByRole('alert').first()
+  await error.waitFor()
+  t.match(await error.textContent(), /^Error: The service did not answer \(is it running/, 'the console says the service did not answer')
+  t.notMatch(await page.locator('main').textContent(), /Failed to fetch/)
+
+  // Signing in too: the settings file is not reached either.
+  await page.unroute('**/v1.0/**')
+  await page.getByRole('button', { name: 'Sign out' }).click()
+  await page.route('**/console/settings.json', (route) => route.abort('connectionrefused'))
+  await page.getByLabel('Api_Key').fill(service.admin.apiKey)
+  await page.getByLabel('Api_Secret').fill(service.admin.secret)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByText(/^Error: The service did not answer/).waitFor()
+  t.pass('at sign-in too')
 }))

@@ -71,6 +71,18 @@ t.test('add a webhook, see its secret once, and its deliveries', (t) => withBrow
     t.match(await page.getByRole('region', { name: /^Delivery/ }).textContent(), /Attempts1Last HTTP status200/)
     await screenshot(page, `webhooks-deliveries-${kind}`)
 
+    // A query the API refuses (From later than To): its error, and not the table of the query before beside it.
+    await filters.getByLabel('From').fill('2030-01-02')
+    await filters.getByLabel('To').fill('2030-01-01')
+    await filters.getByRole('button', { name: 'Filter' }).click()
+    await deliveries.getByRole('alert').waitFor()
+    t.equal(await deliveries.locator('table').count(), 0, 'the previous deliveries are gone')
+    t.equal(await deliveries.getByText(/deliveries, page/).count(), 0, 'and their caption')
+    await filters.getByLabel('From').fill('')
+    await filters.getByLabel('To').fill('')
+    await filters.getByRole('button', { name: 'Filter' }).click()
+    await deliveries.getByText('1 deliveries, page 1 of 1').waitFor()
+
     // Shown once: after a reload the secret is gone.
     await page.reload()
     await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor()

@@ -80,16 +80,17 @@ const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/
 
 /**
  * axe-core from node_modules, run in the page (evaluated through the DevTools protocol:
- * the page's CSP rightly refuses an injected script tag): its serious and critical violations.
+ * the page's CSP rightly refuses an injected script tag): its violations of the impacts
+ * given, serious and critical unless told.
  */
-export async function seriousViolations(page: Page): Promise<{ id: string; impact: string; nodes: string[] }[]> {
+export async function seriousViolations(page: Page, impacts: string[] = ['serious', 'critical']): Promise<{ id: string; impact: string; nodes: string[] }[]> {
   await page.evaluate(axeSource)
-  return page.evaluate(async () => {
+  return page.evaluate(async (impacts) => {
     const axe = (globalThis as unknown as { axe: { run: (context: Document) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe
     const result = await axe.run(document)
-    return result.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    return result.violations.filter((violation) => impacts.includes(violation.impact))
       .map((violation) => ({ id: violation.id, impact: violation.impact, nodes: violation.nodes.map((node) => node.target.join(' ')) }))
-  })
+  }, impacts)
 }
 
 export async function screenshot(page: Page, name: string): Promise<void> {

@@ -90,13 +90,23 @@ export class Api {
     const headers = await signedHeaders(this.credentials, method, path, body, today)
     if (body !== '') headers['content-type'] = 'application/json'
     headers.accept = 'application/json'
-    return fetch(this.basePath + path, { method, headers, body: body === '' ? undefined : body, credentials: 'omit', cache: 'no-store' })
+    return reach(this.basePath + path, { method, headers, body: body === '' ? undefined : body, credentials: 'omit', cache: 'no-store' })
+  }
+}
+
+/** fetch, with the browser's own text for a service that did not answer ("Failed to fetch", a TypeError) replaced by one that says so. */
+async function reach(url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init)
+  } catch (error) {
+    if (error instanceof TypeError) throw new ApiError(0, 'Error: The service did not answer (is it running, and is the network up?).')
+    throw error
   }
 }
 
 /** The service's base path (config basePath), from the settings file served beside the app. */
 export async function loadBasePath(): Promise<string> {
-  const response = await fetch(`${import.meta.env.BASE_URL}settings.json`, { cache: 'no-store' })
+  const response = await reach(`${import.meta.env.BASE_URL}settings.json`, { cache: 'no-store' })
   if (!response.ok) throw new Error('Error: The console settings could not be read.')
   const settings = (await response.json()) as { basePath: string }
   return settings.basePath

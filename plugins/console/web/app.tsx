@@ -47,7 +47,11 @@ export function App() {
       }
     } catch (error) {
       if (remembered) forgetSession()
-      setSignInError(error instanceof ApiError && error.status === 401 ? `${error.message} Check the key and secret.`
+      const mismatch = error instanceof ApiError && error.status === 401 && /does not match/.test(error.message)
+      setSignInError(mismatch && !credentials.hash
+        // Every hash the browser has failed: a right secret of a key bound to md5 fails so too.
+        ? `${error.message} Check the key and secret. If they are right, the key may be bound to md5 (Require_Hash 1), which the browser cannot sign (it has no HMAC-MD5); npm run call works with it.`
+        : error instanceof ApiError && error.status === 401 ? `${error.message} Check the key and secret.`
         // The menu is built from the operation list: a key that may not read it cannot use the console.
         : error instanceof ApiError && error.status === 403 && /\/Api\/Read\/List/i.test(error.message)
           ? `${error.message} The console needs a key whose groups include "Operation list reader" (GET /Api/Read/List); this key still works with npm run call.`

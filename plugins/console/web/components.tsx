@@ -12,8 +12,11 @@ export function errorText(error: unknown): string {
   return message.startsWith('Error:') ? message : `Error: ${message}`
 }
 
-/** Runs an async action with a busy flag and the API's error text. */
-export function useAction(): { busy: boolean; error: string | null; run: (action: () => Promise<void>) => Promise<void>; setError: (error: string | null) => void } {
+/**
+ * Runs an async action with a busy flag and the API's error text. `switchForm` opens or
+ * leaves a form: the error shown was about the form before, so it goes.
+ */
+export function useAction(): { busy: boolean; error: string | null; run: (action: () => Promise<void>) => Promise<void>; setError: (error: string | null) => void; switchForm: (change: () => void) => void } {
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<string | null>(null)
   async function run(action: () => Promise<void>) {
@@ -27,10 +30,14 @@ export function useAction(): { busy: boolean; error: string | null; run: (action
       setBusy(false)
     }
   }
-  return { busy, error, run, setError }
+  function switchForm(change: () => void) {
+    setError(null)
+    change()
+  }
+  return { busy, error, run, setError, switchForm }
 }
 
-/** Loads once (and again when `deps` change); `reload` fetches again. */
+/** Loads once (and again when `deps` change); `reload` fetches again. A load that fails drops the data of the one before: it answered another question. */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []): { data: T | null; error: string | null; loading: boolean; reload: () => void } {
   const [data, setData] = useState<T | null>(null)
   const [error, setError] = useState<string | null>(null)
@@ -41,7 +48,7 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []): { data
     setLoading(true)
     load().then(
       (value) => { if (current) { setData(value); setError(null) } },
-      (caught) => { if (current) setError(errorText(caught)) },
+      (caught) => { if (current) { setData(null); setError(errorText(caught)) } },
     ).finally(() => { if (current) setLoading(false) })
     return () => { current = false }
   }, [...deps, round])
@@ -79,6 +86,18 @@ export function SecretOnce({ title, apiKey, secret, secretLabel = 'Api_Secret', 
   )
 }
 
+/**
+ * For a form that opens in place of the button that opened it: when `open` turns true its
+ * first field takes the focus, which would otherwise fall to the page's body with the button.
+ */
+export function useFocusOnOpen<T extends HTMLElement>(open: boolean) {
+  const holder = useRef<T>(null)
+  useEffect(() => {
+    if (open) holder.current?.querySelector<HTMLElement>('input, select, textarea')?.focus()
+  }, [open])
+  return holder
+}
+
 /** A labelled form field. */
 export function Field({ label, children, hint }: { label: string; children: ComponentChildren; hint?: string }) {
   return (
@@ -97,7 +116,10 @@ export function PageTitle({ children }: { children: ComponentChildren }) {
   return <h1 tabIndex={-1} ref={heading}>{children}</h1>
 }
 
-/** A table that scrolls sideways on a narrow screen instead of the page. */
+/**
+ * A table that scrolls sideways on a narrow screen instead of the page. Its region needs
+ * a name of its own: inside a section named the same, two landmarks would share a name.
+ */
 export function TableFrame({ label, children }: { label: string; children: ComponentChildren }) {
   return (
     <div class="table-frame" role="region" aria-label={label} tabIndex={0}>

@@ -7,19 +7,37 @@ export interface DayCodeRequest {
 
 /**
  * The day code (x-apitoday, D5), asked for when an operation needs it: a modal dialog
- * (focus stays inside, Escape cancels). The operator gets the code from
+ * (focus stays inside, Escape cancels; then it returns to the control that opened it). The operator gets the code from
  * `npm run --silent admin -- daycode` or an authenticator app set up with `--uri`.
  */
 export function DayCodeDialog({ request }: { request: DayCodeRequest | null }) {
   const dialog = useRef<HTMLDialogElement>(null)
   const [code, setCode] = useState('')
+  // The control last focused outside the dialog: the button that opened it is disabled while
+  // its call waits, which leaves the focus on the body, so the dialog's own return goes there.
+  const lastFocused = useRef<HTMLElement | null>(null)
+  const opener = useRef<HTMLElement | null>(null)
+  useEffect(() => {
+    const remember = (event: FocusEvent) => {
+      if (event.target instanceof HTMLElement && !dialog.current?.contains(event.target)) lastFocused.current = event.target
+    }
+    document.addEventListener('focusin', remember)
+    return () => document.removeEventListener('focusin', remember)
+  }, [])
   useEffect(() => {
     const element = dialog.current
     if (!element) return
     if (request && !element.open) {
       setCode('')
+      opener.current = lastFocused.current
       element.showModal()
-    } else if (!request && element.open) element.close()
+    } else if (!request && element.open) {
+      element.close()
+      // Back to the opener once its call has let it go (it is enabled again when the call ends).
+      const back = opener.current
+      opener.current = null
+      if (back?.isConnected) setTimeout(() => back.focus())
+    }
   }, [request])
   function finish(value: string | null) {
     request?.answer(value)

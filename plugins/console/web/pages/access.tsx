@@ -18,7 +18,7 @@ export function AccessPage({ api }: { api: Api }) {
       {groups.data && (
         <section aria-labelledby="groups-title">
           <h2 id="groups-title">Your groups</h2>
-          <TableFrame label="Your groups">
+          <TableFrame label="Groups table">
             <thead><tr><th scope="col">Id</th><th scope="col">Group</th><th scope="col">ACL paths</th></tr></thead>
             <tbody>{groups.data.map((group) => <tr key={group.Id}><td>{group.Id}</td><th scope="row">{group.Display_Name}</th><td>{group.Paths.join(', ')}</td></tr>)}</tbody>
           </TableFrame>
@@ -26,7 +26,7 @@ export function AccessPage({ api }: { api: Api }) {
       )}
       <section aria-labelledby="acl-title">
         <h2 id="acl-title">ACL entries</h2>
-        <TableFrame label="ACL entries">
+        <TableFrame label="ACL entries table">
           <thead><tr><th scope="col">Id</th><th scope="col">Path</th><th scope="col">What it allows</th><th scope="col">Public</th><th scope="col">HTTPS</th><th scope="col">Hash</th></tr></thead>
           <tbody>
             {(acl.data ?? []).map((entry) => (

@@ -1,6 +1,6 @@
 import { useMemo, useState } from 'preact/hooks'
 import type { Api } from '../api.ts'
-import { ErrorText, Field, PageTitle, SecretOnce, TableFrame, useAction, useLoad } from '../components.tsx'
+import { ErrorText, Field, PageTitle, SecretOnce, TableFrame, useAction, useFocusOnOpen, useLoad } from '../components.tsx'
 
 /** A key as GET /Api/Read/Keys lists it (plugins/keys/listings.ts KeyListing). */
 interface KeyListing {
@@ -128,6 +128,7 @@ export function KeysPage({ api }: { api: Api }) {
   const [issued, setIssued] = useState<{ title: string; key: IssuedKey } | null>(null)
   const [status, setStatus] = useState('')
   const action = useAction()
+  const createForm = useFocusOnOpen<HTMLFormElement>(creating)
 
   const shown = useMemo(() => {
     const needle = search.trim().toLowerCase()
@@ -203,15 +204,15 @@ export function KeysPage({ api }: { api: Api }) {
             <option value="status">Active first</option>
           </select>
         </Field>
-        {mayCreate && !creating && <button type="button" onClick={() => { setCreating(true); setForm(emptyForm) }}>Create key</button>}
+        {mayCreate && !creating && <button type="button" onClick={() => action.switchForm(() => { setCreating(true); setForm(emptyForm) })}>Create key</button>}
       </div>
       {creating && (
-        <form class="panel" onSubmit={create} aria-labelledby="create-title">
+        <form class="panel" ref={createForm} onSubmit={create} aria-labelledby="create-title">
           <h2 id="create-title">Create a key</h2>
           <KeyFields form={form} groups={groups.data ?? []} onChange={setForm} idPrefix="create" />
           <div class="actions">
             <button type="submit" disabled={action.busy}>Create</button>
-            <button type="button" class="secondary" onClick={() => setCreating(false)}>Cancel</button>
+            <button type="button" class="secondary" onClick={() => action.switchForm(() => setCreating(false))}>Cancel</button>
           </div>
         </form>
       )}
@@ -228,11 +229,11 @@ export function KeysPage({ api }: { api: Api }) {
                 <td>{keyState(key)}</td>
                 <td>{key.MaxHits || 'none'}</td>
                 <td class="row-actions">
-                  {mayEdit && <button type="button" class="secondary" aria-label={`Edit ${key.Display_Name}`} onClick={() => setEditing({ id: key.Id, original: formOf(key), form: formOf(key) })}>Edit</button>}
+                  {mayEdit && <button type="button" class="secondary" aria-label={`Edit ${key.Display_Name}`} onClick={() => action.switchForm(() => setEditing({ id: key.Id, original: formOf(key), form: formOf(key) }))}>Edit</button>}
                   {mayEdit && !notYet(key) && (key.Active
                     ? <button type="button" class="danger" aria-label={`Disable ${key.Display_Name}`} disabled={action.busy} onClick={() => void setActive(key, false)}>Disable</button>
                     : <button type="button" class="secondary" aria-label={`Enable ${key.Display_Name}`} disabled={action.busy} onClick={() => void setActive(key, true)}>Enable</button>)}
-                  {mayRotate && <button type="button" class="secondary" aria-label={`Rotate ${key.Display_Name}`} onClick={() => setRotating({ id: key.Id, overlap: 3600 })}>Rotate</button>}
+                  {mayRotate && <button type="button" class="secondary" aria-label={`Rotate ${key.Display_Name}`} onClick={() => action.switchForm(() => setRotating({ id: key.Id, overlap: 3600 }))}>Rotate</button>}
                 </td>
               </tr>
             ))}
@@ -245,7 +246,7 @@ export function KeysPage({ api }: { api: Api }) {
           <KeyFields form={editing.form} groups={groups.data ?? []} onChange={(next) => setEditing({ ...editing, form: next })} idPrefix="edit" />
           <div class="actions">
             <button type="submit" disabled={action.busy}>Save</button>
-            <button type="button" class="secondary" onClick={() => setEditing(null)}>Cancel</button>
+            <button type="button" class="secondary" onClick={() => action.switchForm(() => setEditing(null))}>Cancel</button>
           </div>
         </form>
       )}
@@ -260,7 +261,7 @@ export function KeysPage({ api }: { api: Api }) {
           </Field>
           <div class="actions">
             <button type="submit" disabled={action.busy}>Rotate now</button>
-            <button type="button" class="secondary" onClick={() => setRotating(null)}>Cancel</button>
+            <button type="button" class="secondary" onClick={() => action.switchForm(() => setRotating(null))}>Cancel</button>
           </div>
         </form>
       )}

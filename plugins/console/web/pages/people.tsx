@@ -74,7 +74,7 @@ function PeopleList({ api, round }: { api: Api; round: number }) {
       </form>
       <ErrorText error={listing.error} />
       {listing.data && (
-        <TableFrame label="People">
+        <TableFrame label="People table">
           <caption>{listing.data.Total} people, page {listing.data.Page}</caption>
           <thead><tr><th scope="col">Name</th><th scope="col">Source_Id</th><th scope="col">Email</th><th scope="col">Dept</th><th scope="col">Title</th><th scope="col">Location</th><th scope="col">Photo</th></tr></thead>
           <tbody>

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks'
 import type { Api } from '../api.ts'
-import { ErrorText, Field, PageTitle, Pager, SecretOnce, TableFrame, useAction, useLoad } from '../components.tsx'
+import { ErrorText, Field, PageTitle, Pager, SecretOnce, TableFrame, useAction, useFocusOnOpen, useLoad } from '../components.tsx'
 
 /** The event types a webhook may ask for (plugins/webhooks/schemas.ts eventTypes; the console imports nothing from a plugin). */
 const eventTypes = [
@@ -91,6 +91,7 @@ export function WebhooksPage({ api }: { api: Api }) {
   const [secret, setSecret] = useState<{ title: string; secret: string } | null>(null)
   const [status, setStatus] = useState('')
   const action = useAction()
+  const createForm = useFocusOnOpen<HTMLFormElement>(creating)
 
   const mayDeliveries = api.may('POST', '/Api/Read/Deliveries')
   const [filters, setFilters] = useState<DeliveryFilters>(noFilters)
@@ -153,14 +154,14 @@ export function WebhooksPage({ api }: { api: Api }) {
       {secret && <SecretOnce title={secret.title} secret={secret.secret} secretLabel="Signing secret" onDone={() => setSecret(null)} />}
       <ErrorText error={action.error ?? hooks.error} />
       <p role="status" class="status">{status}</p>
-      {mayCreate && !creating && <div class="toolbar"><button type="button" onClick={() => { setCreating(true); setForm(emptyForm) }}>Add webhook</button></div>}
+      {mayCreate && !creating && <div class="toolbar"><button type="button" onClick={() => action.switchForm(() => { setCreating(true); setForm(emptyForm) })}>Add webhook</button></div>}
       {creating && (
-        <form class="panel" onSubmit={create} aria-labelledby="webhook-create-title">
+        <form class="panel" ref={createForm} onSubmit={create} aria-labelledby="webhook-create-title">
           <h2 id="webhook-create-title">Add a webhook</h2>
           <WebhookFields form={form} onChange={setForm} editing={false} />
           <div class="actions">
             <button type="submit" disabled={action.busy}>Add</button>
-            <button type="button" class="secondary" onClick={() => setCreating(false)}>Cancel</button>
+            <button type="button" class="secondary" onClick={() => action.switchForm(() => setCreating(false))}>Cancel</button>
           </div>
         </form>
       )}
@@ -177,7 +178,7 @@ export function WebhooksPage({ api }: { api: Api }) {
                 <td>{hook.Disabled ? 'Disabled' : 'Active'}</td>
                 <td>{hook.Created}</td>
                 <td class="row-actions">
-                  {mayEdit && <button type="button" class="secondary" aria-label={`Edit webhook ${hook.Id}`} onClick={() => setEditing({ hook, form: { Url: hook.Url, Events: hook.Events, Secret: '', Disabled: hook.Disabled === 1 } })}>Edit</button>}
+                  {mayEdit && <button type="button" class="secondary" aria-label={`Edit webhook ${hook.Id}`} onClick={() => action.switchForm(() => setEditing({ hook, form: { Url: hook.Url, Events: hook.Events, Secret: '', Disabled: hook.Disabled === 1 } }))}>Edit</button>}
                   {mayEdit && (hook.Disabled
                     ? <button type="button" class="secondary" aria-label={`Enable webhook ${hook.Id}`} disabled={action.busy} onClick={() => void setDisabled(hook, false)}>Enable</button>
                     : <button type="button" class="danger" aria-label={`Disable webhook ${hook.Id}`} disabled={action.busy} onClick={() => void setDisabled(hook, true)}>Disable</button>)}
@@ -194,7 +195,7 @@ export function WebhooksPage({ api }: { api: Api }) {
           <WebhookFields form={editing.form} onChange={(next) => setEditing({ ...editing, form: next })} editing />
           <div class="actions">
             <button type="submit" disabled={action.busy}>Save</button>
-            <button type="button" class="secondary" onClick={() => setEditing(null)}>Cancel</button>
+            <button type="button" class="secondary" onClick={() => action.switchForm(() => setEditing(null))}>Cancel</button>
           </div>
         </form>
       )}
@@ -229,7 +230,7 @@ export function WebhooksPage({ api }: { api: Api }) {
           </form>
           <ErrorText error={deliveries.error} />
           {deliveries.data && (
-            <TableFrame label="Deliveries">
+            <TableFrame label="Deliveries table">
               <caption>{deliveries.data.Total} deliveries, page {deliveries.data.Page} of {pages}</caption>
               <thead><tr><th scope="col">Delivery id</th><th scope="col">Webhook</th><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Created</th></tr></thead>
               <tbody>
