@@ -7,20 +7,26 @@ import { keyApiFields } from '../auth/keyFieldNames.ts'
  * (table column names, epoch milliseconds; the operator CLI writes the same way), so
  * the translation happens once, here, on the way out, and covers records stored by
  * earlier versions too. A name not listed (a tenant's MaxKeys, already the API's) is
- * shown as stored.
+ * shown as stored; a column the API has no name for is left out.
  */
 const apiNames: Readonly<Record<string, string>> = {
   ...keyApiFields,
-  id: 'Id', name: 'Name', created_by: 'Created_By', created_at: 'Created', prev_secret_ends: 'OldSecretEnds',
-  refill_at: 'RefillDate', path: 'Path', is_public: 'Is_Public', disp_group: 'DispGroup', location: 'Location',
+  id: 'Id', name: 'Name', created_at: 'Created', prev_secret_ends: 'OldSecretEnds',
+  path: 'Path', is_public: 'Is_Public', disp_group: 'DispGroup', location: 'Location',
 }
 
-const dateColumns = new Set(['start_date', 'end_date', 'created_at', 'prev_secret_ends', 'refill_at'])
+/**
+ * Key columns a create records that no key field names: the creator is the record's
+ * `Who`, and the next refill (refill_at) follows from Refill and the clock.
+ */
+const unnamedColumns = new Set(['created_by', 'refill_at'])
+
+const dateColumns = new Set(['start_date', 'end_date', 'created_at', 'prev_secret_ends'])
 
 /** A key's Refill is two columns; the API's field is one `{ Amount, Every }` (null: none). */
 const refillColumns = new Set(['refill_amount', 'refill_every'])
 
-/** Refill from what a record holds of its two columns: an edit records only the one that changed. */
+/** Refill from a record's two columns (records from before 0.3.5 may hold only the one an edit changed). */
 function refillField(stored: Record<string, unknown>): unknown {
   if ('refill_amount' in stored && stored.refill_amount === null) return null
   return {
@@ -32,6 +38,7 @@ function refillField(stored: Record<string, unknown>): unknown {
 export function auditFields(stored: Record<string, unknown>): Record<string, unknown> {
   const fields: Record<string, unknown> = {}
   for (const [column, value] of Object.entries(stored)) {
+    if (unnamedColumns.has(column)) continue
     if (refillColumns.has(column)) {
       fields.Refill = refillField(stored)
       continue

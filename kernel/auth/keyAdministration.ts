@@ -50,6 +50,25 @@ function editAction(before: { end_date: number | null }, after: { end_date?: num
   return names.length > 0 && names.every((name) => creditColumns.has(name)) ? 'key.credits' : 'key.edit'
 }
 
+/**
+ * An edit's changed fields, for its audit record and event. Refill is one API field
+ * (`{ Amount, Every }` or null) kept in two columns: when either changes, both sides
+ * carry both, so a record never shows half a Refill. refill_at (the next refill) follows
+ * from Refill and the clock and has no API name, so it is left out.
+ */
+function keyChangedFields(row: Selectable<CoreTables['api_keys']>, changes: KeyChanges): { before: Record<string, unknown>; after: Record<string, unknown> } {
+  const { refill_at: _nextRefill, ...named } = changes
+  const fields = changedFields(row, named)
+  if ('refill_amount' in fields.after || 'refill_every' in fields.after) {
+    const next = { ...row, ...changes }
+    for (const [side, key] of [[fields.before, row], [fields.after, next]] as const) {
+      side.refill_amount = key.refill_amount === null ? null : Number(key.refill_amount)
+      side.refill_every = key.refill_every
+    }
+  }
+  return fields
+}
+
 function withoutSecret(row: Selectable<CoreTables['api_keys']>): KeyRecord {
   const { secret_enc: _sealed, prev_secret_enc: _previous, ...record } = row
   return record
@@ -131,7 +150,7 @@ export class KeyAdministration {
           await this.tenants.ensureRoom(trx, 'Keys', [{ parent: Number(next.parent), custno: Number(next.custno), count: 1, move }])
         }
         await trx.updateTable('api_keys').set(changes).where('id', '=', keyId).execute()
-        const fields = changedFields(row, changes)
+        const fields = keyChangedFields(row, changes)
         if (groupIds !== undefined) {
           const held = await trx.selectFrom('api_key_groups').select('group_id').where('key_id', '=', keyId).orderBy('group_id').execute()
           await trx.deleteFrom('api_key_groups').where('key_id', '=', keyId).execute()
