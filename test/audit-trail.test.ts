@@ -197,7 +197,14 @@ t.test('operator changes through the CLI leave one record each, by operator', as
   const count = (await records()).length
   t.not((await admin('tenant', 'set', '--parent', '5', '--custno', '0', '--timezone', 'Mars/Olympus_Mons')).code, 0)
   t.not((await admin('key', 'disable', '999999')).code, 0)
+  const empty = await admin('tenant', 'set', '--parent', '5', '--custno', '0', '--max-hits', '')
+  t.equal(empty.code, 2, 'an empty --max-hits is refused, not taken as none')
+  t.match(empty.stderr, '--max-hits needs a MaxHits value such as 100000/1Mon, or none')
   t.equal((await records()).length, count, 'no record for a refused command')
+  const again = await admin('tenant', 'set', '--parent', '5', '--custno', '0', '--max-keys', '3')
+  t.equal(again.code, 0, again.stderr)
+  t.match(again.stderr, 'admin: tenant 5/0 already has these settings; nothing changed')
+  t.equal((await records()).length, count, 'no record for a tenant set that changes nothing')
   t.notOk(JSON.stringify(await records()).includes('secret'), 'no secret anywhere')
 
   // Read back, the CLI's records name fields as the API does too.

@@ -51,11 +51,16 @@ export async function readEntitlement(db: Kysely<CoreTables>, scope: TenantScope
 /** The changed settings only; undefined leaves a setting as it is, null clears it. */
 export type EntitlementChange = Partial<Entitlement>
 
-/** Writes the operator's change, creating the tenant's row on first use; answers the result. */
-export async function changeEntitlement(db: Kysely<CoreTables>, scope: TenantScope, change: EntitlementChange, now: number): Promise<Entitlement> {
+/**
+ * Writes the operator's change, creating the tenant's row on first use; answers the
+ * result and whether anything changed. A change to the values already in force writes
+ * nothing, so it leaves no audit record either.
+ */
+export async function changeEntitlement(db: Kysely<CoreTables>, scope: TenantScope, change: EntitlementChange, now: number): Promise<{ entitlement: Entitlement; changed: boolean }> {
   return db.transaction().execute(async (trx) => {
     const current = await readEntitlement(trx, scope)
     const next: Entitlement = { ...current, ...Object.fromEntries(Object.entries(change).filter(([, value]) => value !== undefined)) }
+    if (JSON.stringify(next) === JSON.stringify(current)) return { entitlement: current, changed: false }
     const columns = { max_keys: next.MaxKeys, max_people: next.MaxPeople, max_players: next.MaxPlayers, time_zone: next.TimeZone, max_hits: next.MaxHits, updated_at: now }
     const updated = await trx.updateTable('tenant_entitlements').set(columns)
       .where('parent', '=', scope.parent).where('custno', '=', scope.custno).executeTakeFirst()
@@ -65,7 +70,7 @@ export async function changeEntitlement(db: Kysely<CoreTables>, scope: TenantSco
     if (!exists) await trx.insertInto('tenant_entitlements').values({ parent: scope.parent, custno: scope.custno, ...columns }).execute()
     // The operator's change and its audit record commit together (issue 16).
     await recordChange(trx, now, { who: null, parent: scope.parent, custno: scope.custno, action: 'tenant.set', before: { ...current }, after: { ...next } })
-    return next
+    return { entitlement: next, changed: true }
   })
 }
 

@@ -40,10 +40,13 @@ function maxHits(options: Options): string | null | undefined {
   const value = options['max-hits']
   if (value === undefined) return undefined
   if (value === 'none') return null
-  if (typeof value !== 'string') throw new UsageError('--max-hits needs a MaxHits value such as 100000/1Mon, or none')
+  const needs = '--max-hits needs a MaxHits value such as 100000/1Mon, or none'
+  if (typeof value !== 'string') throw new UsageError(needs)
   try {
     const windows = parseMaxHits(value)
-    return windows.length === 0 ? null : formatMaxHits(windows)
+    // An empty value is a mistake (an unset shell variable), not a way to say none.
+    if (windows.length === 0) throw new UsageError(needs)
+    return formatMaxHits(windows)
   } catch (error) {
     if (error instanceof MaxHitsError) throw new UsageError(`--max-hits: ${error.message}`)
     throw error
@@ -74,7 +77,9 @@ export async function tenantCommand(kernel: Kernel, words: string[], options: Op
     }
     if (Object.values(change).every((value) => value === undefined)) throw new UsageError('tenant set needs at least one of --max-keys, --max-people, --max-players, --timezone, --max-hits')
     // The operator's own change, straight to the table: plugins can read entitlements, never set them.
-    return shown(kernel, scope, await changeEntitlement(kernel.database.db, scope, change, Date.now()))
+    const { entitlement, changed } = await changeEntitlement(kernel.database.db, scope, change, Date.now())
+    if (!changed) console.error(`admin: tenant ${scope.parent}/${scope.custno} already has these settings; nothing changed`)
+    return shown(kernel, scope, entitlement)
   }
   throw new UsageError(`tenant ${words[1] ?? ''}: expected set or show\n${tenantUsage}`)
 }

@@ -4,8 +4,8 @@ import { addPlayer } from '../../kernel/tenants/players.ts'
 import type { Service } from './service.ts'
 import type { TestKey } from './keys.ts'
 
-export function setEntitlement(service: Service, parent: number, custno: number, change: EntitlementChange) {
-  return changeEntitlement(service.kernel.database.db, { parent, custno }, change, Date.now())
+export async function setEntitlement(service: Service, parent: number, custno: number, change: EntitlementChange) {
+  return (await changeEntitlement(service.kernel.database.db, { parent, custno }, change, Date.now())).entitlement
 }
 
 /** A player of (parent, custno) and its key (plain HTTP allowed), after the tenant's MaxPlayers check. */
