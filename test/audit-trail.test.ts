@@ -63,6 +63,13 @@ t.test('one record per change, with before/after, request id and no secret', (t)
     t.equal((await audit({ to: '2020-01-01' })).Total, 0, 'to before every record')
     t.equal((await audit({ from: '2020-01-01', to: new Date(Date.now() + 3_600_000).toISOString() })).Total, 3)
     t.same((await audit({ page: 2 })).Records, [], 'page 2 of 3 records is empty')
+    // to is inclusive, as History's: a date alone takes in its whole day, a record's At (whole seconds) finds it.
+    const today = new Date().toISOString().slice(0, 10)
+    if (all.Records.every((record: { At: string }) => new Date(record.At).toISOString().startsWith(today))) {
+      t.equal((await audit({ from: today, to: today })).Total, 3, 'from = to = today: the whole day')
+    }
+    t.ok((await audit({ from: rotation.At, to: rotation.At })).Records.some((record: { Id: number }) => record.Id === rotation.Id), 'from = to = a record\'s At finds it')
+    t.equal((await audit({ to: creation.At })).Records.at(-1).Id, creation.Id, 'to = At takes in that second')
     for (const [name, body, message] of [
       ['a bad date', { from: 'yesterday' }, 'Error: from must be a date (HTTP-date, RFC 3339 or YYYY-MM-DD).'],
       ['from after to', { from: '2026-02-01', to: '2026-01-01' }, 'Error: from must not be after to.'],

@@ -66,6 +66,7 @@ export interface AuditQuery {
   custno: number | null
   keyId?: number
   from?: number
+  /** The last millisecond taken in (inclusive). */
   to?: number
   page: number
   size: number
@@ -90,7 +91,7 @@ export async function readAudit(db: Kysely<CoreTables>, query: AuditQuery): Prom
   if (query.custno !== null) select = select.where('custno', '=', query.custno)
   if (query.keyId !== undefined) select = select.where('key_id', '=', query.keyId)
   if (query.from !== undefined) select = select.where('at', '>=', query.from)
-  if (query.to !== undefined) select = select.where('at', '<', query.to)
+  if (query.to !== undefined) select = select.where('at', '<=', query.to)
   const [{ total }] = await select.select((eb) => eb.fn.countAll<number>().as('total')).execute()
   const rows = await select.selectAll().orderBy('id', 'desc').limit(query.size).offset((query.page - 1) * query.size).execute()
   return {

@@ -1,12 +1,12 @@
-import { badRequest, forbidden, parseInputDate, type Call, type KernelServices } from '../../kernel/sdk.ts'
+import { badRequest, forbidden, parseInputDate, parseInputDateUntil, type Call, type KernelServices } from '../../kernel/sdk.ts'
 import type { ReadAuditBody } from './schemas.ts'
 import { allowsKeyCreation } from './groupRules.ts'
 
 const pageSize = 100
 
-function dateFilter(name: string, text: string | undefined): number | undefined {
+function dateFilter(name: string, text: string | undefined, parse: (text: string) => number | null): number | undefined {
   if (text === undefined) return undefined
-  const time = parseInputDate(text)
+  const time = parse(text)
   if (time === null) throw badRequest(`${name} must be a date (HTTP-date, RFC 3339 or YYYY-MM-DD).`)
   return time
 }
@@ -20,8 +20,9 @@ function dateFilter(name: string, text: string | undefined): number | undefined 
 export async function readAuditTrail(kernel: KernelServices, call: Call<ReadAuditBody>) {
   const { caller } = call
   const body = call.body ?? {}
-  const from = dateFilter('from', body.from)
-  const to = dateFilter('to', body.to)
+  const from = dateFilter('from', body.from, parseInputDate)
+  // Inclusive, as History's and Deliveries' To: a record's At (whole seconds) finds it, and a date alone takes in its whole day.
+  const to = dateFilter('to', body.to, parseInputDateUntil)
   if (from !== undefined && to !== undefined && from > to) throw badRequest('from must not be after to.')
   const groups = await kernel.keys.groupsOf(caller.id)
   if (!groups.some((group) => allowsKeyCreation(group.Paths))) throw forbidden('Only a key that may create keys reads the audit trail.')
