@@ -145,7 +145,9 @@ t.test("another tenant's records are invisible; only keys that may create keys r
     t.equal(refused.text, 'Error: Only a key that may create keys reads the audit trail.')
     // XML and CSV.
     const xml = await service.call('POST', '/Api/Read/Audit?format=xml', { body: {} })
-    t.match(xml.text, /<Audit>[\s\S]*<Records>[\s\S]*<Action>key.create<\/Action>/)
+    t.match(xml.text, /<Audit>[\s\S]*<Record>[\s\S]*<Action>key.create<\/Action>/)
+    t.equal(xml.text.match(/<Record>/g)?.length, 2, 'one <Record> per record, as History has one <Call> per call')
+    t.notOk(xml.text.includes('<Records>'))
     const csv = await service.call('POST', '/Api/Read/Audit?format=csv', { body: {} })
     t.equal(csv.status, 200)
     t.equal(csv.headers.get('x-total-count'), '2')

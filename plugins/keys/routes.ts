@@ -41,7 +41,7 @@ export function keyRoutes(kernel: KernelServices): Route[] {
       method: 'POST',
       path: '/Api/Read/Audit',
       body: readAuditBodySchema,
-      xml: { root: 'Audit', item: 'Records' },
+      xml: { root: 'Audit', item: 'Record', list: 'Records' },
       csvColumns: ['Id', 'At', 'Who', 'Parent', 'Custno', 'Action', 'KeyId', 'Before', 'After', 'RequestId'],
       // CSV is one row per record; the totals go to headers as for other paged lists (D12).
       csv: (result: Awaited<ReturnType<typeof readAuditTrail>>, call) => {
