@@ -6,6 +6,7 @@
 import t from 'tap'
 import type { CompiledQuery } from 'kysely'
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
 import { insertKey } from './helpers/keys.ts'
 import { checkedKeyPattern, keyChecksum, plausibleApiKey } from '../kernel/auth/keyChecksum.ts'
@@ -45,6 +46,23 @@ t.test('the checksum arithmetic', async (t) => {
   t.ok(plausibleApiKey('imported-key-of-another-system'), 'a key without our prefix is looked up')
   t.notOk(plausibleApiKey('kg_short'), 'a kg_ key of neither form')
   t.notOk(plausibleApiKey('kg_' + 'A'.repeat(27)), 'one character missing')
+})
+
+t.test("docs/keys.md's scanner patterns find every key, of either form, in text", async (t) => {
+  const docs = readFileSync(new URL('../docs/keys.md', import.meta.url), 'utf8')
+  const section = docs.slice(docs.indexOf('## Key strings and secret scanners'))
+  const newer = new RegExp(/```\n(\\bkg_[^\n]+)\n```/.exec(section)![1])
+  const older = new RegExp(/Older keys match\s+`([^`]+)`/.exec(section)![1])
+  const legacy = (last: string) => `kg_${randomBytes(16).toString('base64url').slice(0, 21)}${last}`
+  const olderKeys = ['-', '_', 'a', 'Z', '0'].map(legacy)
+  const newerKeys = Array.from({ length: 50 }, () => newKeyCredentials().apiKey)
+  for (const [pattern, keys, others] of [[newer, newerKeys, olderKeys], [older, olderKeys, newerKeys]] as const) {
+    for (const key of keys) {
+      for (const text of [key, `key="${key}"`, `KEY=${key}\n`, `(${key}) `]) t.ok(pattern.test(text), `${pattern} finds ${JSON.stringify(text)}`)
+      t.notOk(pattern.test(`${key}A`), 'not inside a longer token')
+    }
+    for (const key of others) t.notOk(pattern.test(`"${key}"`), `${pattern} does not take the other form`)
+  }
 })
 
 t.test('a typo is refused without a query; old-form keys keep working', (t) =>
