@@ -166,6 +166,21 @@ t.test('records past the retention are purged', (t) =>
     t.equal(await retention.purge(), 1, 'a record older than the retention goes')
     const left = await service.kernel.database.db.selectFrom('api_audit').select('id').execute()
     t.equal(left.length, 0)
+
+    // Started, the first pass runs shortly after, not only when the first hour is up.
+    clock.now = Date.now()
+    t.equal((await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: 'Older', GroupId: groups.aclReader, Require_Https: 0 } })).status, 200)
+    t.equal((await service.kernel.database.db.selectFrom('api_audit').select('id').execute()).length, 1)
+    clock.now += 365 * 86_400_000 + 1
+    const errors: unknown[] = []
+    const started = new AuditRetention(service.kernel.database.db, () => clock.now, 365)
+    started.start(60 * 60_000, (error) => errors.push(error), 50)
+    t.teardown(() => started.stop())
+    const deadline = Date.now() + 5000
+    while ((await service.kernel.database.db.selectFrom('api_audit').select('id').execute()).length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+    t.equal((await service.kernel.database.db.selectFrom('api_audit').select('id').execute()).length, 0, 'purged within moments of start')
+    t.same(errors, [])
+    started.stop()
   }),
 )
 

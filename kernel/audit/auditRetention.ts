@@ -5,8 +5,9 @@ import { purgeAudit } from './auditTrail.ts'
 /** Audit records are kept `retentionDays` (config `audit.retentionDays`, one year by default). */
 export const defaultAuditRetentionDays = 365
 
-/** Deletes audit records past their retention in the background, once an hour. */
+/** Deletes audit records past their retention in the background: shortly after start, then once an hour. */
 export class AuditRetention {
+  private first: NodeJS.Timeout | null = null
   private timer: NodeJS.Timeout | null = null
 
   constructor(
@@ -20,12 +21,21 @@ export class AuditRetention {
     return purgeAudit(this.db, this.clock() - this.retentionDays * 86_400_000)
   }
 
-  start(everyMs: number, report: (error: unknown) => void): void {
-    this.timer = setInterval(() => void this.purge().catch(report), everyMs)
+  /**
+   * A first pass `firstAfterMs` after start, so a service restarted more often than
+   * `everyMs` still purges (not at once: a start, or an operator CLI run, has other work
+   * first), then one every `everyMs`. Neither timer keeps the process alive.
+   */
+  start(everyMs: number, report: (error: unknown) => void, firstAfterMs = 10_000): void {
+    const pass = () => void this.purge().catch(report)
+    this.first = setTimeout(pass, firstAfterMs)
+    this.first.unref()
+    this.timer = setInterval(pass, everyMs)
     this.timer.unref()
   }
 
   stop(): void {
+    if (this.first) clearTimeout(this.first)
     if (this.timer) clearInterval(this.timer)
   }
 }
