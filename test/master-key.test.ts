@@ -97,6 +97,8 @@ t.test('rotation with the generated key file', (t) =>
     await t.rejects(rotateMasterKey(service.kernel, { announce: silent, failAfterSecrets: 2 }), { message: 'simulated failure after 2 secrets' })
     t.equal(readFileSync(keyFile, 'utf8'), oldFile, 'the key file holds the old key again')
     t.same(await sealedRows(service), before, 'no secret was re-sealed')
+    const rotations = () => service.kernel.database.db.selectFrom('api_audit').selectAll().where('action', '=', 'master-key.rotate').orderBy('id').execute()
+    t.same(await rotations(), [], 'nor audited')
     service = await restarted(first, service)
     await allAuthenticate(t, service, keys, 'after an interrupted rotation')
 
@@ -123,6 +125,16 @@ t.test('rotation with the generated key file', (t) =>
     service = await restarted(first, service)
     t.same(service.kernel.daySecret, daySecret, 'the day secret is the same')
     await allAuthenticate(t, service, keys, 'after the rotation')
+
+    // Each committed rotation left one audit record by the operator, for the installation (0/0), with no key in it.
+    const audited = await rotations()
+    t.equal(audited.length, 2, 'the rotation interrupted after its commit and the whole one')
+    for (const record of audited) {
+      t.match(record, { who_key_id: null, parent: 0, custno: 0, key_id: null, before: null })
+      t.same(JSON.parse(record.after!), { Secrets: keys.length + 1, Settings: 1, Sealed: 0 })
+    }
+    const text = JSON.stringify(audited)
+    for (const key of [oldKey.toString('hex'), ...twoLines, newText.trim()]) t.notOk(text.includes(key), 'no master key in the record')
   }),
 )
 

@@ -3,7 +3,7 @@
  * secret, the day secret in kernel_settings, the stored answers of Idempotency-Key
  * writes, and plugins' sealed columns, such as webhook secrets) under a new master key,
  * in ONE transaction, so the database is sealed wholly under the old key or wholly
- * under the new one. Built-in plugins' columns are re-sealed whether or not the config
+ * under the new one; the same transaction writes its audit record (`master-key.rotate`). Built-in plugins' columns are re-sealed whether or not the config
  * enables them; a folder or npm plugin must be loaded, and while one that recorded
  * sealed columns is not, the command refuses before it changes anything
  * (sealedColumnPlan.ts).
@@ -29,6 +29,7 @@ import { SecretBox } from '../../kernel/auth/secrets.ts'
 import { masterKeySource, readMasterKeyFile, writeMasterKeyFile } from '../../kernel/auth/masterKey.ts'
 import { idempotencyContext } from '../../kernel/http/idempotencyStore.ts'
 import { sealedColumnPlan } from './sealedColumnPlan.ts'
+import { recordChange } from '../../kernel/audit/auditTrail.ts'
 import type { Kysely } from 'kysely'
 
 /** Sealed kernel settings and the context each is sealed with (kernel/boot/bootstrap.ts). */
@@ -120,6 +121,9 @@ export async function rotateMasterKey(kernel: Kernel, options: RotationOptions):
           sealed++
         }
       }
+      // The operator's change belongs to the whole installation: audited under tenant 0/0
+      // (issue 16), with what was re-sealed and never a key or a secret.
+      await recordChange(trx, Date.now(), { who: null, parent: 0, custno: 0, action: 'master-key.rotate', after: { Secrets: secrets, Settings: settings, Sealed: sealed } })
       return { Secrets: secrets, Settings: settings, Sealed: sealed, Key: source.kind === 'file' ? source.file : 'MASTER_KEY' }
     })
   } catch (error) {
