@@ -126,5 +126,8 @@ t.test('every 401 says how to authenticate; other answers do not', (t) =>
     const bad = await service.call('POST', '/Api/Rotate/Key', { body: {}, today: true })
     t.equal(bad.status, 400)
     t.equal(bad.headers.get('www-authenticate'), null, 'no challenge on 400')
+    // The change history says so, as a change of every operation.
+    const changes = (await service.call('GET', '/Api/Read/Changes')).json as { Operation: string; Description: string }[]
+    t.ok(changes.some((entry) => entry.Description.startsWith('For every operation:') && entry.Description.includes(`WWW-Authenticate: ${challenge}`)), 'a change-history entry for the header')
   }),
 )
