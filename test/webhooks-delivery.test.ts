@@ -2,9 +2,12 @@
  * Issue 17: deliveries survive outages. A receiver that is down, then answers 503,
  * then 200 gets the event after, with the same webhook-id on every attempt; a delivery
  * retried past retryForMs is failed. (The issue's 30 s outage is the same scenario on a
- * short backoff: config firstRetryMs 100 ms.) On SQLite and MariaDB.
+ * short backoff: config firstRetryMs 100 ms.) A receiver that never answers holds up no
+ * other webhook's deliveries. On SQLite and MariaDB.
  */
 import t from 'tap'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { forEachDatabase, startService } from './helpers/service.ts'
 import { keyTestGroups } from './helpers/keys.ts'
 import { fastWebhooks, startReceiver } from './helpers/webhookReceiver.ts'
@@ -83,4 +86,42 @@ t.test('disabling a webhook fails its pending deliveries; enabling it again send
     await settle(500)
     t.equal(receiver.received.length, 0, 'the failed delivery is not sent after the webhook is enabled again')
     t.match((await service.call('POST', '/Api/Read/Deliveries', { body: {} })).json.Deliveries[0], { Status: 'failed' })
+  }))
+
+t.test('a receiver that never answers holds up no other webhook: its sends are bounded, others go at the next poll', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, config: { ...fastWebhooks, webhooks: { ...fastWebhooks.webhooks!, timeoutMs: 4000 } } })
+    // Takes every request and never answers; counts the requests open at once.
+    let open = 0
+    let mostOpen = 0
+    const hanging = createServer((request, response) => {
+      open++
+      mostOpen = Math.max(mostOpen, open)
+      response.on('close', () => open--)
+      request.resume()
+    })
+    await new Promise<void>((done) => hanging.listen(0, '127.0.0.1', done))
+    t.teardown(() => {
+      hanging.closeAllConnections()
+      hanging.close()
+    })
+    const hangingUrl = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/hook`
+    const receiver = await startReceiver(t)
+    const groups = await keyTestGroups(service)
+    for (let n = 0; n < 3; n++) {
+      t.equal((await service.call('POST', '/Api/Create/Webhook', { body: { Url: hangingUrl, Events: ['key.changed'] }, today: true })).status, 200)
+    }
+    t.equal((await service.call('POST', '/Api/Create/Webhook', { body: { Url: receiver.url, Events: ['key.rotated'] }, today: true })).status, 200)
+    const key = await service.call('POST', '/Api/Create/Key', { body: { Display_Name: 'Busy', GroupId: [groups.aclReader], Require_Https: 0 }, today: true })
+    // 60 deliveries due to the hanging receiver: 20 edits, 3 webhooks each.
+    for (let edit = 0; edit < 20; edit++) {
+      t.equal((await service.call('POST', '/Api/Edit/Key', { body: { KeyId: key.json.Id, Phone: `55${edit}` }, today: true })).status, 200)
+    }
+    for (let wait = 0; wait < 100 && open < 6; wait++) await settle(20)
+    const rotatedAt = Date.now()
+    t.equal((await service.call('POST', '/Api/Rotate/Key', { body: { KeyId: key.json.Id, OldSecretValidFor: 0 }, today: true })).status, 200)
+    await receiver.waitFor(1)
+    const took = Date.now() - rotatedAt
+    t.ok(took < 1000, `the other webhook's delivery went within a poll or so (${took} ms; the hanging sends time out after 4000 ms)`)
+    t.equal(mostOpen, 6, 'at most 2 sends in flight per webhook')
   }))

@@ -8,8 +8,16 @@ import { signatureHeaders } from './signing.ts'
 import { AddressRefused, type AddressGuard, type CheckedAddress } from './addressGuard.ts'
 import type { WebhookSettings } from './settings.ts'
 
-/** How many due deliveries one round claims. */
-const roundSize = 20
+/** How many sends one process keeps in flight at most. */
+const maxInFlight = 64
+/**
+ * How many sends one webhook may have in flight in one process: a receiver that hangs
+ * holds at most this many, so its backlog never fills the bound and every other
+ * webhook's due deliveries are claimed at the next poll (a tenant's 20 webhooks hold 40).
+ */
+const perWebhook = 2
+/** How many due rows one poll looks at (it skips those of webhooks already at perWebhook). */
+const pollRows = 200
 /** A claim outlives its attempt by this much; a crashed sender's claims are taken again after. */
 const leaseMarginMs = 30_000
 /** What of a receiver's answer is read (the status is what counts). */
@@ -33,11 +41,17 @@ export const disabledError = 'The webhook is disabled.'
  * with the same `webhook-id`. Every state is in the database, so nothing is lost to a
  * restart. A 2xx answer delivers; anything else is retried with exponential backoff
  * and jitter until `retryForMs` after the event, then the delivery is failed.
+ *
+ * A poll never waits for the sends in flight: it claims what is due up to maxInFlight,
+ * at most perWebhook per webhook, so one slow receiver delays nobody else's delivery
+ * by more than a poll.
  */
 export class WebhookSender {
   private readonly owner = randomUUID()
   private timer: NodeJS.Timeout | null = null
-  private round: Promise<void> | null = null
+  private polling: Promise<void> | null = null
+  /** The sends in flight: delivery id -> its webhook. */
+  private readonly inFlight = new Map<string, { webhookId: number; sent: Promise<void> }>()
   private stopped = false
 
   constructor(
@@ -45,10 +59,10 @@ export class WebhookSender {
     private readonly kernel: Pick<KernelServices, 'clock' | 'secrets'>,
     private readonly settings: WebhookSettings,
     private readonly guard: AddressGuard,
-    /** The plugin's service log: a round's unexpected failure, a delivery given up on. */
+    /** The plugin's service log: a poll's unexpected failure, a delivery given up on. */
     private readonly log: Logger,
   ) {
-    // A database outage fails every round the same way: one warning per 5 s, not a stack a second.
+    // A database outage fails every poll the same way: one warning per 5 s, not a stack a second.
     this.report = errorReporter(log, isStoreOutage)
   }
 
@@ -59,29 +73,38 @@ export class WebhookSender {
     this.timer.unref()
   }
 
-  /** One round (tests call it): claims what is due and sends it; rounds never overlap. */
+  /** One poll (tests call it): claims what is due, starts sending it, and does not wait for the sends; polls never overlap. */
   sendDue(): Promise<void> {
     if (this.stopped) return Promise.resolve()
-    this.round ??= this.sendRound().catch(this.report).finally(() => (this.round = null))
-    return this.round
+    this.polling ??= this.poll().catch(this.report).finally(() => (this.polling = null))
+    return this.polling
   }
 
-  private async sendRound(): Promise<void> {
+  private async poll(): Promise<void> {
+    if (this.inFlight.size >= maxInFlight) return
     const now = this.kernel.clock()
-    const due = await this.db.selectFrom('webhook_deliveries').select('id')
+    const busy = new Map<number, number>()
+    for (const { webhookId } of this.inFlight.values()) busy.set(webhookId, (busy.get(webhookId) ?? 0) + 1)
+    const full = [...busy].filter(([, count]) => count >= perWebhook).map(([webhookId]) => webhookId)
+    const due = await this.db.selectFrom('webhook_deliveries').select(['id', 'webhook_id'])
       .where('status', '=', 'pending').where('next_attempt', '<=', now)
       .where((where) => where.or([where('lease_until', 'is', null), where('lease_until', '<', now)]))
-      .orderBy('next_attempt').limit(roundSize).execute()
+      .$if(full.length > 0, (query) => query.where('webhook_id', 'not in', full))
+      .orderBy('next_attempt').limit(pollRows).execute()
     const leaseUntil = now + this.settings.timeoutMs + leaseMarginMs
-    const claimed: string[] = []
-    for (const { id } of due) {
+    for (const { id, webhook_id } of due) {
+      const webhookId = Number(webhook_id)
+      if (this.stopped || this.inFlight.size >= maxInFlight) break
+      if ((busy.get(webhookId) ?? 0) >= perWebhook) continue
       const claim = await this.db.updateTable('webhook_deliveries').set({ lease_owner: this.owner, lease_until: leaseUntil })
         .where('id', '=', id).where('status', '=', 'pending')
         .where((where) => where.or([where('lease_until', 'is', null), where('lease_until', '<', now)]))
         .executeTakeFirst()
-      if (Number(claim.numUpdatedRows) === 1) claimed.push(id)
+      if (Number(claim.numUpdatedRows) !== 1) continue
+      busy.set(webhookId, (busy.get(webhookId) ?? 0) + 1)
+      const sent = this.deliver(id).catch(this.report).finally(() => this.inFlight.delete(id))
+      this.inFlight.set(id, { webhookId, sent })
     }
-    await Promise.all(claimed.map((id) => this.deliver(id).catch(this.report)))
   }
 
   private async deliver(id: string): Promise<void> {
@@ -172,11 +195,12 @@ export class WebhookSender {
     return Math.round(full / 2 + Math.random() * (full / 2))
   }
 
-  /** Stops polling and waits for the round in flight (its claims are recorded, not left to expire). */
+  /** Stops polling and waits for the poll and the sends in flight (their claims are recorded, not left to expire). */
   async stop(): Promise<void> {
     this.stopped = true
     if (this.timer) clearInterval(this.timer)
     this.timer = null
-    await this.round
+    await this.polling
+    await Promise.all([...this.inFlight.values()].map(({ sent }) => sent))
   }
 }
