@@ -218,6 +218,24 @@ t.test('localhost is refused at create unless allowed, and at delivery when the 
     t.equal(receiver.attempts, 0, 'never sent')
   }))
 
+t.test('an http:// webhook is not delivered once allowHttp is turned off', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const receiver = await startReceiver(t)
+    const service = await startService(t, { kind, config: fastWebhooks })
+    const groups = await keyTestGroups(service)
+    t.equal((await service.call('POST', '/Api/Create/Webhook', { body: { Url: receiver.url, Events: ['key.changed'] }, today: true })).status, 200)
+    const key = await service.call('POST', '/Api/Create/Key', { body: { Display_Name: 'Plain', GroupId: [groups.aclReader], Require_Https: 0 }, today: true })
+    const closed = await service.restart({ webhooks: { ...fastWebhooks.webhooks!, allowHttp: false } })
+    t.equal((await closed.call('POST', '/Api/Edit/Key', { body: { KeyId: key.json.Id, Phone: '1' }, today: true })).status, 200)
+    let delivery: Record<string, unknown> | undefined
+    for (let wait = 0; wait < 100 && !delivery; wait++) {
+      await new Promise((done) => setTimeout(done, 50))
+      delivery = (await closed.call('POST', '/Api/Read/Deliveries', { body: {} })).json.Deliveries.find((item: { Attempts: number }) => item.Attempts >= 1)
+    }
+    t.match(delivery, { Status: 'pending', LastStatus: null, LastError: 'Url must start with https://.' })
+    t.equal(receiver.attempts, 0, 'never sent over plain http')
+  }))
+
 t.test('webhook create and edit leave one audit record each, never the secret', (t) =>
   forEachDatabase(t, async (t, kind) => {
     const service = await startService(t, { kind, config: fastWebhooks })

@@ -136,6 +136,8 @@ export class WebhookSender {
   /** One POST, to the address the guard checked, within timeoutMs. */
   private async attempt(id: string, url: string, secret: string, body: string): Promise<Outcome> {
     const target = new URL(url)
+    // The operator may have turned allowHttp off since the webhook was made: refused like an address, never sent.
+    if (target.protocol !== 'https:' && !this.settings.allowHttp) return { status: null, error: 'Url must start with https://.' }
     let checked: CheckedAddress
     try {
       checked = await this.guard.resolve(target.hostname)
