@@ -38,6 +38,14 @@ export function describeSchemaError(error: ErrorObject, where: 'body' | 'query')
       return `${field || where} must have at least ${limit} item${limit === 1 ? '' : 's'}.`
     case 'maxItems':
       return `${field || where} must have at most ${limit} items.`
+    case 'uniqueItems': {
+      // Ajv's "must NOT have duplicate items (items ## 1 and 0 are identical)": the value, when it is plain (verbose errors carry the list).
+      const { i, j } = error.params as { i: number; j: number }
+      const repeated = Array.isArray(error.data) ? error.data[i] : undefined
+      return typeof repeated === 'string' || typeof repeated === 'number' || typeof repeated === 'boolean'
+        ? `${field || where}: ${typeof repeated === 'string' ? `'${repeated}'` : String(repeated)} is given twice.`
+        : `${field || where}: items ${j + 1} and ${i + 1} are the same; give each once.`
+    }
     default:
       return `${field || where} ${error.message}.`
   }

@@ -41,7 +41,8 @@ function checkText(setting: boolean | string[], data: unknown): boolean {
  * Compile input schemas with compileInput, which adds the text rule.
  */
 export function newSchemaCompiler(input: 'body' | 'query'): Ajv {
-  const ajv = new Ajv({ allErrors: false, coerceTypes: input === 'query', useDefaults: true, strict: false })
+  // verbose: an error carries the value it is about, so a text can name it (a duplicate item, schemaErrors.ts).
+  const ajv = new Ajv({ allErrors: false, coerceTypes: input === 'query', useDefaults: true, strict: false, verbose: true })
   ajv.addKeyword({ keyword: textKeyword, schemaType: ['boolean', 'array'], errors: true, validate: checkText })
   ajv.addKeyword({ keyword: rowsKeyword, schemaType: 'array' })
   return ajv

@@ -33,14 +33,16 @@ export interface CreateWebhookBody {
   Secret?: string
 }
 
-/** Events as given (an array, or `key.changed, key.rotated`) -> distinct event types, in the order given. */
+/** Events as given (an array, or `key.changed, key.rotated`) -> the event types, in the order given; each once, as the array's schema says. */
 export function eventTypesOf(events: WebhookEventType[] | string): WebhookEventType[] {
   if (Array.isArray(events)) return events
   const items = events.split(',').map((item) => item.trim())
-  for (const item of items) {
+  for (const [index, item] of items.entries()) {
     if (!(eventTypes as readonly string[]).includes(item)) throw badRequest(`Events: '${item}' is not an event type (${eventTypes.join(', ')}).`)
+    // The same text as the array form's (kernel/http/schemaErrors.ts).
+    if (items.indexOf(item) !== index) throw badRequest(`Events: '${item}' is given twice.`)
   }
-  return [...new Set(items)] as WebhookEventType[]
+  return items as WebhookEventType[]
 }
 
 /** Edit: the webhook's Id and what changes; Disabled 1 stops its deliveries (like a key's EndDate, without deleting it). */
