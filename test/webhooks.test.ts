@@ -117,6 +117,10 @@ t.test('inputs, day code, authority, tenants', (t) =>
       [{ Url: receiver.url, Events: 7 }, /Events/],
       [{ Url: receiver.url, Events: ['key.changed'], Extra: 1 }, /Extra/],
       [{ Url: 'not a url', Events: ['key.changed'] }, /^Error: Url must be an absolute URL/],
+      // Stored as sent but called without them (the URL parser drops them): refused.
+      [{ Url: ` ${receiver.url}`, Events: ['key.changed'] }, /^Error: Url must not have spaces at either end, tabs or line breaks\.$/],
+      [{ Url: `${receiver.url}\t`, Events: ['key.changed'] }, /^Error: Url must not have spaces/],
+      [{ Url: receiver.url.replace('/hook', '/ho\nok'), Events: ['key.changed'] }, /^Error: Url must not have spaces/],
       [{ Url: 'ftp://127.0.0.1/x', Events: ['key.changed'] }, /^Error: Url must start with https:\/\/ or http:\/\//],
       [{ Url: 'http://user:pw@127.0.0.1/x', Events: ['key.changed'] }, /user name or password/],
       [{ Url: receiver.url, Events: ['key.changed'], Secret: 'plain' }, /^Error: Secret must be whsec_/],
@@ -160,6 +164,7 @@ t.test('inputs, day code, authority, tenants', (t) =>
     t.equal((await edit({ Id: made.json.Id, Disabled: 1 }, false)).status, 401, 'edit needs the day code')
     t.equal((await edit({ Id: made.json.Id })).status, 400, 'nothing to change')
     t.equal((await edit({ Id: made.json.Id, Url: 'http://10.1.2.3/' })).status, 400)
+    t.equal((await edit({ Id: made.json.Id, Url: `${receiver.url} ` })).status, 400, 'a Url with a space at its end')
     t.equal((await edit({ Id: made.json.Id, Disabled: 2 })).status, 400)
     t.equal((await edit({ Id: 999_999, Disabled: 1 })).status, 404)
     const edited = await edit({ Id: made.json.Id, Events: ['key.rotated', 'key.changed'], Disabled: 1 })

@@ -33,6 +33,8 @@ export class WebhookAdmin {
 
   /** A URL deliveries may go to: https (http only when allowed), no credentials, and every address it resolves to permitted. */
   private async checkedUrl(text: string): Promise<string> {
+    // The URL parser drops these (spaces at the ends, tabs and line breaks anywhere), so the Url shown would not be the one called.
+    if (text !== text.trim() || /[\t\n\r]/.test(text)) throw badRequest('Url must not have spaces at either end, tabs or line breaks.')
     let url: URL
     try {
       url = new URL(text)
