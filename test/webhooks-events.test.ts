@@ -6,6 +6,7 @@
  * key.changed like the API; webhooks.maxPerTenant. On SQLite and MariaDB.
  */
 import t from 'tap'
+import { sql } from 'kysely'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
 // The operator CLI on the service's database, with the default plugins (the webhooks outbox among them).
 import { adminOn as admin } from './helpers/adminCli.ts'
@@ -42,8 +43,15 @@ t.test('key.usage from credits: 80 % and 100 % of a Refill Amount, running out w
     t.same(statuses, [...Array(10).fill(200), 429], 'ten credits, then none')
     const fromRefill = await receiver.waitFor(2, (item) => item.json.data.KeyId === refilled.id)
     t.same(fromRefill.map((item) => item.json.data.Percent).sort(), [100, 80])
-    t.match(fromRefill.find((item) => item.json.data.Percent === 80)!.json.data, { Limit: 'Credits', Count: 10, Name: 'Refilled', ResetDate: /GMT$/ })
+    // Left as at the crossing (10 - 8), whatever later calls spent before the event was written.
+    t.match(fromRefill.find((item) => item.json.data.Percent === 80)!.json.data, { Limit: 'Credits', Count: 10, Left: 2, Name: 'Refilled', ResetDate: /GMT$/ })
     t.match(fromRefill.find((item) => item.json.data.Percent === 100)!.json.data, { Limit: 'Credits', Left: 0 })
+
+    // Spent in parallel: the count read back after the crossing is lower, the event says what the crossing left.
+    const parallel = await create('Parallel', { Credits: 10, Refill: { Amount: 10, Every: '1Day' } })
+    await Promise.all(Array.from({ length: 12 }, () => service.call('GET', '/Api/Read/Acl', { key: parallel })))
+    const fromParallel = await receiver.waitFor(2, (item) => item.json.data.KeyId === parallel.id)
+    t.same(fromParallel.map((item) => [item.json.data.Percent, item.json.data.Left]).sort(), [[100, 0], [80, 2]])
 
     const once = await create('Once', { Credits: 3 })
     for (let call = 0; call < 4; call++) await service.call('GET', '/Api/Read/Acl', { key: once })
@@ -76,6 +84,51 @@ t.test('key.usage from a tenant quota: 80 % and 100 %, once per window', (t) =>
     t.match(told.find((item) => item.json.data.Percent === 100)!.json.data, { Limit: 'Tenant', Used: 5, KeyId: a.id, ResetDate: /GMT$/ })
     await settle(400)
     t.equal(receiver.received.length, 2, 'refused calls tell nothing more')
+  }))
+
+t.test('key.usage of a small MaxHits: one call crossing 80 % and 100 % tells both, 80 % first', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, config: fastWebhooks })
+    const receiver = await startReceiver(t)
+    await createWebhook(service, receiver, ['key.usage'])
+    // 80 % of 4 is 3.2 calls: the fourth call reaches both.
+    const key = await insertKey(service, { display_name: 'Small', max_hits: '4/1Min' })
+    for (let call = 0; call < 4; call++) t.equal((await service.call('GET', '/Api/Read/Acl', { key })).status, 200)
+    const told = await receiver.waitFor(2)
+    t.same(told.map((item) => item.json.data.Percent).sort(), [100, 80])
+    t.match(told.find((item) => item.json.data.Percent === 80)!.json.data, { Limit: 'MaxHits', Count: 4, Used: 4 })
+    // Written in that order (deliveries may arrive in any order).
+    const written = await service.kernel.database.db.selectFrom('webhook_events' as never).select('payload' as never).orderBy('id' as never).execute()
+    t.same(written.map((row) => JSON.parse(String(row.payload)).data.Percent), [80, 100], '80 % first')
+    await settle(300)
+    t.equal(receiver.received.length, 2, 'each once')
+  }))
+
+t.test('key.usage whose write failed is written by a later call past the threshold', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, config: fastWebhooks })
+    const receiver = await startReceiver(t)
+    await createWebhook(service, receiver, ['key.usage'])
+    const db = service.kernel.database.db
+    // The database refuses every event row while the trigger exists.
+    await sql.raw(kind === 'mysql'
+      ? "CREATE TRIGGER refuse_events BEFORE INSERT ON webhook_events FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused'"
+      : "CREATE TRIGGER refuse_events BEFORE INSERT ON webhook_events BEGIN SELECT RAISE(ABORT, 'refused'); END").execute(db)
+    const key = await insertKey(service, { display_name: 'Lossy', max_hits: '10/1Hour' })
+    // The eighth call crosses 80 %: its write fails.
+    for (let call = 0; call < 8; call++) t.equal((await service.call('GET', '/Api/Read/Acl', { key })).status, 200)
+    await settle(300)
+    await sql.raw('DROP TRIGGER refuse_events').execute(db)
+    t.equal(receiver.received.length, 0, 'nothing written while refused')
+    // A failed write quiets the writes for a second; then the next call writes the crossing.
+    await settle(1100)
+    t.equal((await service.call('GET', '/Api/Read/Acl', { key })).status, 200)
+    const [told] = await receiver.waitFor(1)
+    t.match(told.json.data, { KeyId: key.id, Limit: 'MaxHits', Count: 10, Percent: 80, Used: 9 })
+    t.equal((await service.call('GET', '/Api/Read/Acl', { key })).status, 200)
+    await receiver.waitFor(2)
+    await settle(300)
+    t.same(receiver.received.map((item) => item.json.data.Percent), [80, 100], 'each once')
   }))
 
 t.test('key.expiring at 7 days and at 1 day, once each, across scans and a restart', (t) =>

@@ -15,17 +15,33 @@ export function thresholdCount(limit: number, percent: number): number {
 
 /** What this process already told, so a busy key does not ask the database again every call. */
 const rememberedMax = 10_000
+/** After a write that failed (the database is down or slow), no other is tried for this long. */
+const retryQuietMs = 1000
+
+/** A crossing to tell: its event, and its once key as what crossed (`base`) and the window's start. */
+interface Crossing {
+  event: KernelEvent
+  base: string
+  start: number
+}
 
 /**
  * `key.usage` (issue 17): a key's MaxHits window, its tenant's quota or its credits
- * crossing 80 % and 100 %, once per window. The counters notice the crossing (one
- * comparison per call, only while someone subscribes) and hand it here; the event is
- * written in a small transaction of its own, off the call's path. Its `once` (key or
- * tenant, window, window start, threshold) makes it one event however many processes
- * share the counter.
+ * crossing 80 % and 100 %, once per window. The counters hand every counted call here
+ * (only while someone subscribes); a call at or past a threshold that this process has
+ * not told yet writes the event, in a small transaction of its own, off the call's
+ * path. Its `once` (key or tenant, window, window start, threshold) makes it one event
+ * however many processes share the counter, and however many calls try: a write that
+ * failed is tried again by a later call past the threshold, so a crossing is not lost
+ * to a database that refused one write. One call that crosses both thresholds (a small
+ * count) tells both, 80 % first.
  */
 export class UsageEvents {
-  private readonly told = new Set<string>()
+  /** Told crossings: base -> the window start it was told for. */
+  private readonly told = new Map<string, number>()
+  /** Once keys being written now (a busy key's next calls do not write them again meanwhile). */
+  private readonly writing = new Set<string>()
+  private quietUntil = 0
 
   constructor(
     private readonly db: Kysely<CoreTables>,
@@ -33,35 +49,70 @@ export class UsageEvents {
     private readonly clock: () => number,
   ) {}
 
-  private tell(event: KernelEvent): void {
-    if (this.told.has(event.once!)) return
-    if (this.told.size >= rememberedMax) this.told.clear()
-    this.told.add(event.once!)
-    void this.events.emitAlone(event).then((written) => written || this.told.delete(event.once!))
+  /**
+   * Told when the base was told for this window: the start is computed per call from the
+   * counter's reset time, so it may differ by a rounding second between calls.
+   */
+  private isTold(base: string, start: number): boolean {
+    const told = this.told.get(base)
+    return told !== undefined && Math.abs(told - start) <= 1
+  }
+
+  /** Writes the crossings not told yet, in order; a failure stops the rest (a later call tries again). */
+  private tell(crossings: Crossing[]): void {
+    if (this.clock() < this.quietUntil) return
+    const due = crossings.filter((crossing) => !this.isTold(crossing.base, crossing.start) && !this.writing.has(crossing.event.once!))
+    if (due.length === 0) return
+    for (const crossing of due) this.writing.add(crossing.event.once!)
+    void (async () => {
+      let failed = false
+      for (const crossing of due) {
+        if (!failed && await this.events.emitAlone(crossing.event)) {
+          if (this.told.size >= rememberedMax) this.told.clear()
+          this.told.set(crossing.base, crossing.start)
+        } else if (!failed) {
+          failed = true
+          this.quietUntil = this.clock() + retryQuietMs
+        }
+        this.writing.delete(crossing.event.once!)
+      }
+    })()
   }
 
   /**
-   * A counted call brought a window to `used` calls; told when that is exactly a
-   * threshold (each call moves a count by one, so exactly one call sees it).
+   * A counted call brought a window to `used` calls: each threshold at or below it that
+   * is not told yet is told (the first call to reach it, or a later one when its write
+   * failed).
    */
   counted(caller: CallerKey, window: RateWindow, quota: TenantQuota | null, used: number, resetMs: number): void {
-    const percent = used === window.count ? 100 : used === thresholdCount(window.count, 80) ? 80 : 0
-    if (percent === 0) return
+    if (used < thresholdCount(window.count, thresholds[0])) return
     const resetAt = this.clock() + resetMs
     // The window's start, to the second: the same on every process sharing the counter.
     const start = Math.round((resetAt - window.seconds * 1000) / 1000)
     const scope = quota === null ? { parent: caller.parent, custno: caller.custno } : { parent: quota.parent, custno: quota.custno }
     const subject = quota === null ? `key:${caller.id}` : `tenant:${quota.parent}:${quota.custno}`
-    this.tell({
-      type: 'key.usage',
-      ...scope,
-      data: {
-        KeyId: caller.id, Name: caller.displayName, Parent: caller.parent, Custno: caller.custno,
-        Limit: quota === null ? 'MaxHits' : 'Tenant', Window: window.label, Count: window.count, Used: used, Percent: percent, ResetDate: httpDate(resetAt),
-        ...(quota === null ? {} : { Tenant: { Parent: quota.parent, Custno: quota.custno } }),
-      },
-      once: `key.usage:${subject}:${window.count}/${window.label}:${start}:${percent}`,
-    })
+    const crossings: Crossing[] = []
+    for (const percent of thresholds) {
+      if (used < thresholdCount(window.count, percent)) break
+      const base = `key.usage:${subject}:${window.count}/${window.label}:${percent}`
+      // The usual case past a threshold: told already, nothing built.
+      if (this.isTold(base, start)) continue
+      crossings.push({
+        base,
+        start,
+        event: {
+          type: 'key.usage',
+          ...scope,
+          data: {
+            KeyId: caller.id, Name: caller.displayName, Parent: caller.parent, Custno: caller.custno,
+            Limit: quota === null ? 'MaxHits' : 'Tenant', Window: window.label, Count: window.count, Used: used, Percent: percent, ResetDate: httpDate(resetAt),
+            ...(quota === null ? {} : { Tenant: { Parent: quota.parent, Custno: quota.custno } }),
+          },
+          once: `key.usage:${subject}:${window.count}/${window.label}:${start}:${percent}`,
+        },
+      })
+    }
+    this.tell(crossings)
   }
 
   /**
@@ -76,21 +127,29 @@ export class UsageEvents {
     if (!row || row.credits === null) return
     const left = Number(row.credits)
     const total = row.refill_amount === null ? null : Number(row.refill_amount)
+    const crossings: Crossing[] = []
     for (const percent of thresholds) {
       const reached = total === null ? percent === 100 && left <= 0 : total - left >= thresholdCount(total, percent)
       if (!reached) continue
       const window = total === null ? `set:${Number(row.updated_at)}` : `refill:${Number(row.refill_at)}`
-      this.tell({
-        type: 'key.usage',
-        parent: Number(row.parent),
-        custno: Number(row.custno),
-        data: {
-          KeyId: Number(row.id), Name: row.display_name, Parent: Number(row.parent), Custno: Number(row.custno),
-          Limit: 'Credits', Left: left, Count: total, Percent: percent,
-          ResetDate: row.refill_at === null ? null : httpDate(Number(row.refill_at)),
+      const once = `key.usage:credits:${row.id}:${window}:${percent}`
+      crossings.push({
+        base: once,
+        start: 0,
+        event: {
+          type: 'key.usage',
+          parent: Number(row.parent),
+          custno: Number(row.custno),
+          data: {
+            KeyId: Number(row.id), Name: row.display_name, Parent: Number(row.parent), Custno: Number(row.custno),
+            // What is left at the crossing itself: the count read back may already be lower (calls in parallel).
+            Limit: 'Credits', Left: total === null ? 0 : total - thresholdCount(total, percent), Count: total, Percent: percent,
+            ResetDate: row.refill_at === null ? null : httpDate(Number(row.refill_at)),
+          },
+          once,
         },
-        once: `key.usage:credits:${row.id}:${window}:${percent}`,
       })
     }
+    this.tell(crossings)
   }
 }
