@@ -283,8 +283,9 @@ export interface KernelServices {
   readonly tenants: TenantServices
   /**
    * Events (issue 17): `subscribe` a handler that runs inside the transaction of the
-   * change that causes each event (write an outbox row there); `emit` one of your own
-   * inside your change's transaction.
+   * change that causes each event (write an outbox row there; answer false when you
+   * wrote nothing because nobody wants it, so a once-only warning is offered again
+   * later); `emit` one of your own inside your change's transaction.
    */
   readonly events: {
     subscribe(handler: EventHandler): void

@@ -161,6 +161,21 @@ t.test('key.expiring at 7 days and at 1 day, once each, across scans and a resta
     t.equal(new Set(receiver.received.map((item) => item.id)).size, 2)
   }))
 
+t.test('key.expiring noticed while no webhook wanted it: a webhook made later hears it at the next scan, once', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, config: fastWebhooks })
+    const receiver = await startReceiver(t)
+    const endDate = Date.now() + 3 * dayMs
+    const key = await insertKey(service, { display_name: 'Unheard', end_date: endDate })
+    // Several scans (every 100 ms) with nobody subscribed.
+    await settle(400)
+    await createWebhook(service, receiver, ['key.expiring'])
+    const [warning] = await receiver.waitFor(1)
+    t.match(warning.json.data, { KeyId: key.id, Days: 7 })
+    await settle(400)
+    t.equal(receiver.received.length, 1, 'once')
+  }))
+
 t.test("the operator CLI's key disable and enable: key.disabled and key.changed", (t) =>
   forEachDatabase(t, async (t, kind) => {
     const service = await startService(t, { kind, config: fastWebhooks })

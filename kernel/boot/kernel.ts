@@ -179,7 +179,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     routes: routeCatalog(plugins, () => routes.routes()),
     history: mergedHistory(plugins),
     tenants,
-    events: { subscribe: (handler) => events.subscribe(handler), emit: (trx, event) => events.emit(trx, event) },
+    events: { subscribe: (handler) => events.subscribe(handler), emit: async (trx, event) => void (await events.emit(trx, event)) },
     audit: {
       record: (trx, call, change) => recordChange(trx, clock(), {
         who: call.caller.id, parent: call.caller.parent, custno: call.caller.custno, action: change.action,

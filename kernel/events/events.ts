@@ -21,9 +21,15 @@ export interface KernelEvent {
 
 /**
  * Runs inside the transaction of the change that causes the event, so what it writes
- * (an outbox row) commits or rolls back with the change itself.
+ * (an outbox row) commits or rolls back with the change itself. It answers false when
+ * nobody it serves wants the event (it wrote nothing): an event with `once` noticed
+ * outside a change (an expiry warning) is then offered again later, so one who
+ * subscribes meanwhile still hears it.
  */
-export type EventHandler = (trx: Kysely<any>, event: KernelEvent) => Promise<void>
+export type EventHandler = (trx: Kysely<any>, event: KernelEvent) => Promise<boolean | void>
+
+/** What came of an event written on its own: kept by a subscriber, wanted by none, or not written (the database failed). */
+export type EmitOutcome = 'kept' | 'unwanted' | 'failed'
 
 /**
  * The kernel's event seam: plugins subscribe, the kernel and plugins emit inside their
@@ -44,23 +50,25 @@ export class EventBus {
     this.handlers.push(handler)
   }
 
-  /** Hands the event to every subscriber inside `trx`; a subscriber's failure fails the transaction. */
-  async emit(trx: Kysely<any>, event: KernelEvent): Promise<void> {
-    for (const handler of this.handlers) await handler(trx, event)
+  /** Hands the event to every subscriber inside `trx`; a subscriber's failure fails the transaction. True when one of them kept it. */
+  async emit(trx: Kysely<any>, event: KernelEvent): Promise<boolean> {
+    let kept = false
+    for (const handler of this.handlers) if ((await handler(trx, event)) !== false) kept = true
+    return kept
   }
 
   /**
    * An event noticed outside any change (a usage threshold crossed by a call, a key
    * about to expire): written in a small transaction of its own, off the caller's path.
-   * A failure is reported, never thrown at the call that noticed it; false then.
+   * A failure is reported, never thrown at the call that noticed it.
    */
-  emitAlone(event: KernelEvent): Promise<boolean> {
-    if (!this.subscribed) return Promise.resolve(false)
+  emitAlone(event: KernelEvent): Promise<EmitOutcome> {
+    if (!this.subscribed) return Promise.resolve('unwanted')
     return this.db.transaction().execute((trx) => this.emit(trx, event)).then(
-      () => true,
-      (error) => {
+      (kept): EmitOutcome => (kept ? 'kept' : 'unwanted'),
+      (error): EmitOutcome => {
         this.report(error)
-        return false
+        return 'failed'
       },
     )
   }

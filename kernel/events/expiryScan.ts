@@ -12,7 +12,10 @@ const warningDays = [7, 1] as const
  * days away. Each key gets its narrowest due warning (a key made to end in 12 hours
  * hears "1 day" only) once: the event's `once` makes a second process's, or a
  * restarted one's, notice of the same warning a no-op; this process also remembers
- * what it told, so it does not ask again every scan.
+ * what it told, so it does not ask again every scan. A warning nobody wanted (no
+ * webhook of its tenant subscribes) is not remembered: it is offered again at the
+ * next scan, one offer per such tenant and scan, so a webhook that subscribes while
+ * the warning is still due hears it then, as it would after a restart.
  */
 export class ExpiryScan {
   private timer: NodeJS.Timeout | null = null
@@ -48,13 +51,19 @@ export class ExpiryScan {
       .where('end_date', '<=', now + warningDays[0] * dayMs)
       .execute()
     const due = new Set<string>()
+    // Tenants whose warning nobody wanted in this scan: their other keys are not offered again until the next.
+    const unwanted = new Set<string>()
     for (const row of rows) {
       const left = Number(row.end_date) - now
       const days = warningDays.filter((limit) => left <= limit * dayMs).at(-1)!
       const event = keyExpiringEvent(row, days)
       due.add(event.once!)
-      if (this.told.has(event.once!)) continue
-      if (await this.events.emitAlone(event)) this.told.add(event.once!)
+      const tenant = `${event.parent}:${event.custno}`
+      if (this.told.has(event.once!) || unwanted.has(tenant)) continue
+      const outcome = await this.events.emitAlone(event)
+      // Told only when kept: a warning nobody wanted is offered again next scan, so a webhook made meanwhile hears it.
+      if (outcome === 'kept') this.told.add(event.once!)
+      else if (outcome === 'unwanted') unwanted.add(tenant)
     }
     // Forget what is no longer due (the key ended, or its EndDate moved).
     for (const once of this.told) if (!due.has(once)) this.told.delete(once)

@@ -67,7 +67,8 @@ export class UsageEvents {
     void (async () => {
       let failed = false
       for (const crossing of due) {
-        if (!failed && await this.events.emitAlone(crossing.event)) {
+        // Nobody wanted it: told too (asking again would cost a query every call past the threshold).
+        if (!failed && await this.events.emitAlone(crossing.event) !== 'failed') {
           if (this.told.size >= rememberedMax) this.told.clear()
           this.told.set(crossing.base, crossing.start)
         } else if (!failed) {

@@ -21,11 +21,12 @@ export function eventList(stored: string): string[] {
  * earlier scan) wrote it first, this one writes nothing.
  */
 export function outboxWriter(dialect: Dialect, clock: () => number) {
-  return async (trx: Kysely<any>, event: KernelEvent): Promise<void> => {
+  return async (trx: Kysely<any>, event: KernelEvent): Promise<boolean> => {
     const db = trx as Kysely<WebhookTables>
     const hooks = (await tenantWebhooks(db, event.parent, event.custno).select(['id', 'events']).where('disabled', '=', 0).execute())
       .filter((hook) => eventList(hook.events).includes(event.type))
-    if (hooks.length === 0) return
+    // No webhook wants it: say so, so an event noticed outside a change (an expiry warning) is offered again later.
+    if (hooks.length === 0) return false
     const now = clock()
     const payload = JSON.stringify({ type: event.type, timestamp: new Date(now).toISOString(), data: event.data })
     const row = { once_key: event.once ?? null, type: event.type, parent: event.parent, custno: event.custno, payload, created: now }
@@ -34,13 +35,14 @@ export function outboxWriter(dialect: Dialect, clock: () => number) {
       eventId = Number((await db.insertInto('webhook_events').values(row).executeTakeFirstOrThrow()).insertId)
     } else {
       const inserted = await db.insertInto('webhook_events').values(row).$call((insert) => dialect === 'mysql' ? insert.ignore() : insert.orIgnore()).executeTakeFirstOrThrow()
-      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) return
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) return true
       eventId = Number((await db.selectFrom('webhook_events').select('id').where('once_key', '=', event.once).executeTakeFirstOrThrow()).id)
     }
     await db.insertInto('webhook_deliveries').values(hooks.map((hook) => ({
       id: newMessageId(), event_id: eventId, webhook_id: Number(hook.id), parent: event.parent, custno: event.custno, type: event.type,
       status: 'pending' as const, attempts: 0, next_attempt: now, created: now,
     }))).execute()
+    return true
   }
 }
 
