@@ -120,6 +120,12 @@ export interface Route<Body = any, Query = any> {
    * `/Read/` segment (the interface's naming: `/Api/Create/Key`, `/People/Update/...`).
    */
   writes?: boolean
+  /**
+   * Who may call it, beyond the ACL (a rule the ACL cannot say, read from the database):
+   * throws (403) to refuse. Judged before the query's and body's schemas, so a caller
+   * refused learns nothing from its input's checks.
+   */
+  permit?: (caller: CallerKey) => Promise<void>
   /** JSON schema of the body; a route without one takes no body. */
   body?: object
   /** Largest body in bytes this route takes, when it needs more (or less) than config `bodyLimit`. */

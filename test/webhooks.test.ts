@@ -193,6 +193,12 @@ t.test('inputs, day code, authority, tenants', (t) =>
     const refusedCreate = await service.call('POST', '/Api/Create/Webhook', { key: plain, body: { Url: 'x', Events: 'nope' }, today: true })
     t.equal(refusedCreate.status, 403, 'refused for who it is before its body is judged')
     t.match(refusedCreate.text, /^Error: Only a key that may create keys/)
+    // Before the body's schema too: a body that breaks it, and Deliveries' From.
+    for (const [path, body] of [['/Api/Create/Webhook', { Url: 'x' }], ['/Api/Edit/Webhook', { Id: 0, Extra: 1 }], ['/Api/Read/Deliveries', { From: 'yesterday' }]] as const) {
+      const answer = await service.call('POST', path, { key: plain, body, today: true })
+      t.equal(answer.status, 403, `${path}: 403 before the schema`)
+      t.match(answer.text, /^Error: Only a key that may create keys/)
+    }
     t.equal((await service.call('POST', '/Api/Read/Deliveries', { body: { From: 'yesterday' } })).status, 400)
     t.equal((await service.call('POST', '/Api/Read/Deliveries', { body: { PageSize: 1001 } })).status, 400)
     t.equal((await service.call('POST', '/Api/Read/Deliveries', { body: { Status: 'lost' } })).status, 400)

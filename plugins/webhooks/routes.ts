@@ -7,6 +7,7 @@ import { AddressGuard } from './addressGuard.ts'
 import { outboxWriter } from './outbox.ts'
 import { WebhookSender } from './sender.ts'
 import { webhookSettings } from './settings.ts'
+import { requireKeyAdministrator } from './authority.ts'
 
 /** Events as one CSV cell. */
 const webhookRow = (webhook: { Events: string[] }) => ({ ...webhook, Events: webhook.Events.join(',') })
@@ -25,11 +26,14 @@ export function webhookRoutes(kernel: KernelServices): Route[] {
   sender.start()
   kernel.onClose(() => sender.stop())
   const admin = new WebhookAdmin(kernel, db, settings, guard)
+  // Who may manage webhooks, before the body's schema (docs/webhooks.md: other keys get 403).
+  const permit = (caller: Parameters<typeof requireKeyAdministrator>[1]) => requireKeyAdministrator(kernel, caller)
   return [
     defineRoute<CreateWebhookBody>({
       method: 'POST',
       path: '/Api/Create/Webhook',
       dayCode: true,
+      permit,
       body: createWebhookBodySchema,
       xml: { root: 'Webhook' },
       csv: (result) => [webhookRow(result)],
@@ -39,6 +43,7 @@ export function webhookRoutes(kernel: KernelServices): Route[] {
       method: 'POST',
       path: '/Api/Edit/Webhook',
       dayCode: true,
+      permit,
       body: editWebhookBodySchema,
       xml: { root: 'Webhook' },
       csv: (result) => [webhookRow(result)],
@@ -47,6 +52,7 @@ export function webhookRoutes(kernel: KernelServices): Route[] {
     defineRoute({
       method: 'GET',
       path: '/Api/Read/Webhooks',
+      permit,
       xml: { root: 'Webhooks', item: 'Webhook' },
       csv: (result: { Events: string[] }[]) => result.map(webhookRow),
       csvColumns: webhookColumns,
@@ -55,6 +61,7 @@ export function webhookRoutes(kernel: KernelServices): Route[] {
     defineRoute<ReadDeliveriesBody>({
       method: 'POST',
       path: '/Api/Read/Deliveries',
+      permit,
       body: readDeliveriesBodySchema,
       xml: { root: 'Deliveries', item: 'Delivery', list: 'Deliveries' },
       // One CSV row per delivery; the totals go to headers as for other paged lists (D12).
@@ -64,7 +71,7 @@ export function webhookRoutes(kernel: KernelServices): Route[] {
         return result.Deliveries
       },
       csvColumns: deliveryColumns,
-      handler: (call) => readDeliveries(kernel, db, call),
+      handler: (call) => readDeliveries(db, call),
     }),
   ]
 }

@@ -1,4 +1,5 @@
 import type { Stage } from '../pipeline.ts'
+import type { Exchange } from '../exchange.ts'
 import { ApiError, badRequest } from '../errors.ts'
 import { chooseFormat } from '../encoders.ts'
 import { describeSchemaError } from '../schemaErrors.ts'
@@ -10,7 +11,7 @@ export function parseInputStage(): Stage {
   return {
     name: 'input',
     run(exchange) {
-      const { route, validateBody, validateQuery } = exchange.mounted
+      const { route } = exchange.mounted
       const params = exchange.queryString === '' ? null : new URLSearchParams(exchange.queryString)
       const query: Record<string, unknown> = {}
       let format: string | undefined
@@ -26,29 +27,37 @@ export function parseInputStage(): Stage {
       const chosen = chooseFormat(format, exchange.request.headers.accept, exchange.caller.responseFormat)
       if (chosen === null) throw badRequest('format must be one of json, xml, csv.')
       exchange.format = chosen
-      if (validateQuery) {
-        if (!validateQuery(query)) throw badRequest(describeSchemaError(validateQuery.errors![0], 'query'))
-      }
-      exchange.query = query
-
-      const raw = exchange.rawBody
-      if (!validateBody) return
-      let body: unknown = {}
-      if (raw !== undefined && raw.length > 0) {
-        const contentType = exchange.request.headers['content-type']
-        if (contentType === undefined || !jsonType.test(contentType)) {
-          throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The body must be JSON, sent with Content-Type: application/json.')
-        }
-        const text = raw.toString('utf8')
-        if (text.includes('\uFFFD') && !raw.equals(Buffer.from(text, 'utf8'))) throw badRequest('The body is not valid UTF-8.')
-        try {
-          body = JSON.parse(text)
-        } catch {
-          throw badRequest('The body is not valid JSON.')
-        }
-      }
-      if (!validateBody(body)) throw badRequest(describeSchemaError(validateBody.errors![0], 'body'))
-      exchange.body = body
+      // Who may call it first: a caller the route refuses learns nothing from its input's checks.
+      if (route.permit) return route.permit(exchange.caller).then(() => checkInput(exchange, query))
+      checkInput(exchange, query)
     },
   }
+}
+
+/** The query parameters and the JSON body, against the route's schemas. */
+function checkInput(exchange: Exchange, query: Record<string, unknown>): void {
+  const { validateBody, validateQuery } = exchange.mounted
+  if (validateQuery) {
+    if (!validateQuery(query)) throw badRequest(describeSchemaError(validateQuery.errors![0], 'query'))
+  }
+  exchange.query = query
+
+  const raw = exchange.rawBody
+  if (!validateBody) return
+  let body: unknown = {}
+  if (raw !== undefined && raw.length > 0) {
+    const contentType = exchange.request.headers['content-type']
+    if (contentType === undefined || !jsonType.test(contentType)) {
+      throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The body must be JSON, sent with Content-Type: application/json.')
+    }
+    const text = raw.toString('utf8')
+    if (text.includes('\uFFFD') && !raw.equals(Buffer.from(text, 'utf8'))) throw badRequest('The body is not valid UTF-8.')
+    try {
+      body = JSON.parse(text)
+    } catch {
+      throw badRequest('The body is not valid JSON.')
+    }
+  }
+  if (!validateBody(body)) throw badRequest(describeSchemaError(validateBody.errors![0], 'body'))
+  exchange.body = body
 }
