@@ -6,6 +6,7 @@
  */
 import t from 'tap'
 import { connect } from 'node:net'
+import { execFile } from 'node:child_process'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
 import { insertKey } from './helpers/keys.ts'
 
@@ -110,5 +111,91 @@ t.test('40 parallel 8 MiB bodies with a made-up key are never buffered', async (
   // Buffering them would hold 40 x 8 MiB = 320 MiB of bodies; the client's one buffer is 8 MiB.
   const grownMiB = (peak - baseline) / 1024 / 1024
   t.ok(grownMiB < 64, `buffers grew by ${grownMiB.toFixed(1)} MiB during the flood`)
+  t.equal((await service.call('GET', '/Api/Read/Acl')).status, 200, 'the service keeps answering')
+})
+
+/**
+ * A client in its own process (in this one it would read the answer in the very tick the
+ * server closes) sends the whole body in one write with node:http, as most clients do,
+ * 20 times, and reads each answer: the refusal must arrive in full although the client
+ * was still sending when it was written (a lingering close; a reset gave the client
+ * EPIPE or ECONNRESET instead).
+ */
+const wholePostClient = `
+const { request } = require('node:http')
+const [port, path, headers, size] = [Number(process.argv[1]), process.argv[2], JSON.parse(process.argv[3]), Number(process.argv[4])]
+const body = Buffer.alloc(size, 0x20)
+const once = () => new Promise((resolve) => {
+  const sent = request({ host: '127.0.0.1', port, method: 'POST', path, agent: false, headers: { 'Content-Type': 'application/json', 'Content-Length': String(size), ...headers } }, (response) => {
+    let text = ''
+    response.on('data', (chunk) => (text += chunk))
+    response.on('end', () => resolve(response.statusCode + ' ' + text))
+    response.on('error', (error) => resolve(response.statusCode + ' ' + text + ' <' + error.code + '>'))
+  })
+  sent.on('error', (error) => resolve('<' + error.code + '>'))
+  sent.end(body)
+})
+;(async () => {
+  const seen = []
+  for (let round = 0; round < 20; round++) seen.push(await once())
+  process.stdout.write(JSON.stringify(seen))
+})()
+`
+
+function wholePosts(service: Service, path: string, headers: Record<string, string>, size: number): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, ['-e', wholePostClient, String(service.port), `/v1.0${path}`, JSON.stringify(headers), String(size)], { timeout: 60_000 }, (error, stdout) => {
+      if (error) reject(error)
+      else resolve(JSON.parse(stdout) as string[])
+    })
+  })
+}
+
+t.test('a client still sending its body reads the whole refusal (lingering close)', async (t) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  // 8 MiB, the largest body a default route takes: most clients got EPIPE or a reset before.
+  const size = 8 * 1024 * 1024
+  const tally = (label: string, expected: RegExp, seen: string[]) => {
+    const answered = seen.filter((answer) => expected.test(answer)).length
+    t.equal(answered, 20, `${label}: ${answered} of 20 read the refusal (first other: ${JSON.stringify(seen.find((answer) => !expected.test(answer)))})`)
+  }
+  // 413: a signed call to a route of the default 1 MiB limit.
+  tally('413', /^413 Error: Request body is larger than 1048576 bytes\.$/,
+    await wholePosts(service, '/Api/Read/Acl', { 'x-apikey': service.admin.apiKey, 'x-apidate': now(), 'x-apihmac': 'a'.repeat(64) }, size))
+  // The early 401 of a made-up key: refused before a byte of the body is read.
+  tally('401', /^401 Error: Unknown or inactive API key\.$/,
+    await wholePosts(service, '/People/Update/OneChange', { 'x-apikey': 'kg_madeup000000000000000', 'x-apidate': now(), 'x-apihmac': 'a'.repeat(64) }, size))
+  t.equal((await service.call('GET', '/Api/Read/Acl')).status, 200, 'the service keeps answering')
+})
+
+/** Announces a 1 GiB body with a made-up key and writes `chunk` bytes every `everyMs` until the server closes; ms from the answer to the close. */
+async function keepSending(service: Service, chunk: number, everyMs: number): Promise<{ data: string; lingered: number }> {
+  // Half-open: this client keeps sending after the server's FIN, as a careless one would.
+  const socket = connect({ port: service.port, host: '127.0.0.1', allowHalfOpen: true })
+  let data = ''
+  let answeredAt = 0
+  socket.on('data', (received) => {
+    data += received
+    if (answeredAt === 0 && data.includes('\r\n\r\nError:')) answeredAt = Date.now()
+  })
+  socket.on('error', () => undefined)
+  socket.write(`POST /v1.0/People/Update/OnePhoto HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${1024 * 1024 * 1024}\r\nx-apikey: kg_madeup000000000000000\r\nx-apidate: ${now()}\r\nx-apihmac: ${'a'.repeat(64)}\r\n\r\n`)
+  const body = Buffer.alloc(chunk, 0x20)
+  const sender = setInterval(() => socket.writable && socket.writableLength < chunk && socket.write(body), everyMs)
+  await new Promise((resolve) => socket.once('close', resolve))
+  clearInterval(sender)
+  return { data, lingered: answeredAt === 0 ? -1 : Date.now() - answeredAt }
+}
+
+t.test('a client that keeps sending after the refusal is cut off by the lingering bounds', async (t) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  // 16 KiB every 20 ms never reaches the byte bound: the time bound (1 s) ends it.
+  const slow = await keepSending(service, 16 * 1024, 20)
+  t.match(slow.data, /^HTTP\/1\.1 401 [^]*Error: Unknown or inactive API key\.$/)
+  t.ok(slow.lingered >= 900 && slow.lingered < 3000, `a slow sender: closed ${slow.lingered} ms after the answer`)
+  // As fast as it can: the byte bound (8 MiB) ends it well before the second.
+  const fast = await keepSending(service, 1024 * 1024, 1)
+  t.match(fast.data, /^HTTP\/1\.1 401 [^]*Error: Unknown or inactive API key\.$/)
+  t.ok(fast.lingered >= 0 && fast.lingered < 800, `a fast sender: closed ${fast.lingered} ms after the answer`)
   t.equal((await service.call('GET', '/Api/Read/Acl')).status, 200, 'the service keeps answering')
 })

@@ -8,6 +8,7 @@ import { Exchange, type Answer } from './exchange.ts'
 import { noRoute, type Pipelines } from './pipelines.ts'
 import { errorAnswer, plainText } from './failure.ts'
 import { timedOutSocket } from './stages/readBody.ts'
+import { lingerOnClose } from './lingeringClose.ts'
 
 export interface HttpServerOptions {
   config: Config
@@ -36,6 +37,10 @@ function send(response: ServerResponse, answer: Answer): void {
   // more at 3 KB, 7-15 at 20 KB, about 20 at a 45 KB people page, the same at 60
   // bytes (docs/benchmarks.md, sixth session).
   response.end(answer.body)
+}
+
+function closesConnection(answer: Answer): boolean {
+  return answer.headers.some(([name, value]) => name.toLowerCase() === 'connection' && value.toLowerCase() === 'close')
 }
 
 /** node:http (or https) in front of the pipeline: find the route, run the pipeline, send. */
@@ -67,7 +72,10 @@ export function createServer(options: HttpServerOptions): HttpServer {
     try {
       await (mounted === null ? unrouted : pipelineFor(request)).run(exchange)
       if (draining) response.shouldKeepAlive = false
-      send(response, exchange.answer!)
+      const answer = exchange.answer!
+      // Answered with its body unread and the connection closing: the client may still be sending.
+      if (!request.complete && (!response.shouldKeepAlive || closesConnection(answer))) lingerOnClose(request)
+      send(response, answer)
     } finally {
       if (--inFlight === 0 && allSettled) allSettled()
     }
