@@ -9,6 +9,7 @@ import { connect } from 'node:net'
 import { execFile } from 'node:child_process'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
 import { insertKey } from './helpers/keys.ts'
+import { signedHeaders } from '../kernel/auth/signature.ts'
 
 interface RawAnswer {
   status: number
@@ -197,5 +198,65 @@ t.test('a client that keeps sending after the refusal is cut off by the lingerin
   const fast = await keepSending(service, 1024 * 1024, 1)
   t.match(fast.data, /^HTTP\/1\.1 401 [^]*Error: Unknown or inactive API key\.$/)
   t.ok(fast.lingered >= 0 && fast.lingered < 800, `a fast sender: closed ${fast.lingered} ms after the answer`)
+  t.equal((await service.call('GET', '/Api/Read/Acl')).status, 200, 'the service keeps answering')
+})
+
+/**
+ * Sends the head with `Expect: 100-continue` and waits as the client would: the body goes
+ * only after 100 Continue (or after `fallbackMs` without any answer, as curl does after 1 s).
+ * Everything the server wrote, and whether the body was sent.
+ */
+function expectingPost(service: Service, path: string, headers: Record<string, string>, body: string, fallbackMs = 3000): Promise<{ data: string; bodySent: boolean }> {
+  return new Promise((resolve) => {
+    const socket = connect(service.port, '127.0.0.1')
+    let data = ''
+    let bodySent = false
+    const sendBody = () => {
+      if (bodySent || !socket.writable) return
+      bodySent = true
+      socket.write(body)
+    }
+    const fallback = setTimeout(sendBody, fallbackMs)
+    socket.on('data', (chunk) => {
+      data += chunk
+      if (data.startsWith('HTTP/1.1 100 Continue\r\n\r\n')) sendBody()
+      const final = data.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '')
+      const split = final.indexOf('\r\n\r\n')
+      if (split !== -1 && final.length - split - 4 >= Number(/content-length: (\d+)/i.exec(final)?.[1] ?? 0)) socket.end()
+    })
+    socket.on('error', () => undefined)
+    socket.on('close', () => {
+      clearTimeout(fallback)
+      resolve({ data, bodySent })
+    })
+    const lines = Object.entries({ Host: 'x', 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)), ...headers }).map(([name, value]) => `${name}: ${value}`)
+    socket.write(`POST /v1.0${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`)
+  })
+}
+
+t.test('Expect: 100-continue is answered 100 only once the headers pass; another expectation is 417', async (t) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const expect = { Expect: '100-continue' }
+  const madeUp = await expectingPost(service, '/People/Update/OneChange', { ...expect, 'x-apikey': 'kg_madeup000000000000000', 'x-apidate': now(), 'x-apihmac': 'a'.repeat(64) }, '{"FirstName":"x"}')
+  t.match(madeUp.data, /^HTTP\/1\.1 401 [^]*\r\nconnection: close\r\n[^]*\r\n\r\nError: Unknown or inactive API key\.$/i, 'refused with no 100 Continue before it')
+  t.notOk(madeUp.bodySent, 'the body was never asked for')
+  const stale = await expectingPost(service, '/People/Update/OneChange', { ...expect, 'x-apikey': service.admin.apiKey, 'x-apidate': 'Sun, 22 Nov 2020 08:49:37 GMT', 'x-apihmac': 'a'.repeat(64) }, '{"FirstName":"x"}')
+  t.match(stale.data, /^HTTP\/1\.1 401 [^]*\r\n\r\nError: x-apidate is outside the allowed clock window\.$/)
+  t.notOk(stale.bodySent)
+  const tooLarge = await expectingPost(service, '/Api/Read/Acl', { ...expect, 'x-apikey': service.admin.apiKey, 'x-apidate': now(), 'x-apihmac': 'a'.repeat(64), 'Content-Length': String(2 * 1024 * 1024) }, '{}')
+  t.match(tooLarge.data, /^HTTP\/1\.1 413 [^]*\r\n\r\nError: Request body is larger than 1048576 bytes\.$/, 'a 413 by Content-Length: no 100 either')
+  t.notOk(tooLarge.bodySent)
+  const unrouted = await expectingPost(service, '/No/Such/Route', expect, '{}')
+  t.match(unrouted.data, /^HTTP\/1\.1 404 [^]*\r\nconnection: close\r\n[^]*Error: Not found\.$/i)
+  t.notOk(unrouted.bodySent)
+
+  // An admitted caller is asked for its body, and served.
+  const body = '{}'
+  const admitted = await expectingPost(service, '/Api/Read/Acl', { ...expect, ...signedHeaders(service.admin, 'POST', '/Api/Read/Acl', body) }, body)
+  t.ok(admitted.bodySent)
+  t.match(admitted.data, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /)
+
+  const other = await expectingPost(service, '/Api/Read/Acl', { Expect: 'something-else' }, '{}')
+  t.match(other.data, /^HTTP\/1\.1 417 [^]*\r\ncontent-type: text\/plain; charset=utf-8\r\n[^]*\r\n\r\nError: Expect: 100-continue is the only expectation this service meets\.$/i)
   t.equal((await service.call('GET', '/Api/Read/Acl')).status, 200, 'the service keeps answering')
 })

@@ -32,6 +32,12 @@ export class Exchange implements Call<unknown, Record<string, unknown>> {
   signedPath: string
   queryString: string
   rawBody: Buffer | undefined = undefined
+  /**
+   * Set by the server for a request sent with `Expect: 100-continue`: asks the client for
+   * its body. The body stage calls it just before reading, so a call refused from its
+   * headers never invites the upload.
+   */
+  continueBody: (() => void) | null = null
   credentials: Credentials | null = null
   record: AuthRecord | null = null
   /** Which of the key's secrets signed this call (set by the verify stage). */

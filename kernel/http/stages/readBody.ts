@@ -19,7 +19,9 @@ function unfinishedBody(request: Exchange['request']): ApiError {
 /**
  * Reads the raw body (the signature covers it) up to the route's limit (config
  * `bodyLimit` unless the route declares its own): 413 beyond, at once when
- * Content-Length already says so. A request without a body costs nothing.
+ * Content-Length already says so. A request without a body costs nothing. A client
+ * that sent `Expect: 100-continue` gets its 100 Continue here, once every check from
+ * the headers has passed.
  */
 export function readBodyStage(defaultLimit: number): Stage {
   const tooLarge = (limit: number) => new ApiError('PAYLOAD_TOO_LARGE', `Request body is larger than ${limit} bytes.`)
@@ -32,6 +34,7 @@ export function readBodyStage(defaultLimit: number): Stage {
       if (length === undefined && request.headers['transfer-encoding'] === undefined) return
       if (length !== undefined && Number(length) > limit) throw tooLarge(limit)
       if (length === '0') return
+      exchange.continueBody?.()
       return new Promise<void>((resolve, reject) => {
         const chunks: Buffer[] = []
         let size = 0
