@@ -129,13 +129,24 @@ t.test('Idempotency-Key: the same request answers the stored answer; another req
     t.equal((await service.call('POST', '/People/Update/OneChange', { body: { Nope: 1 }, headers: fresh })).status, 400)
     t.equal((await service.call('POST', '/People/Update/OneChange', { body: { FirstName: 'Mary', LastName: 'Jackson' }, headers: fresh })).status, 200)
 
-    // A handler's 4xx is the answer of the work that ran: it is stored as it was.
+    // A handler's 4xx is not stored either (it changed nothing): the same key stays free,
+    // so the corrected request runs, and the same refused request runs again, not replayed.
     const missing = { 'Idempotency-Key': 'remove-999999' }
     const gone = await service.call('POST', '/People/Update/OneRemove', { body: { Id: 999999 }, headers: missing })
     t.equal(gone.status, 404)
     const goneAgain = await service.call('POST', '/People/Update/OneRemove', { body: { Id: 999999 }, headers: missing })
     t.equal(goneAgain.status, 404)
-    t.equal(goneAgain.headers.get('idempotent-replayed'), 'true')
+    t.equal(goneAgain.headers.get('idempotent-replayed'), null, 'refused again, not replayed')
+    const someone = (await service.call('POST', '/People/Update/OneChange', { body: { FirstName: 'Annie', LastName: 'Easley' } })).json.Id as number
+    const badDate = { 'Idempotency-Key': 'birthday-fix' }
+    const refused = await service.call('POST', '/People/Update/OneChange', { body: { Id: someone, Birthday: '2026-02-30' }, headers: badDate })
+    t.equal(refused.status, 400, refused.text)
+    const fixed = await service.call('POST', '/People/Update/OneChange', { body: { Id: someone, Birthday: '2026-02-28' }, headers: badDate })
+    t.equal(fixed.status, 200, fixed.text)
+    const corrected = await service.call('POST', '/People/Update/OneRemove', { body: { Id: someone }, headers: missing })
+    t.equal(corrected.status, 200, corrected.text)
+    const rows = await service.kernel.database.db.selectFrom('api_idempotency').select(['idem_key', 'status']).where('key_id', '=', service.admin.id).execute()
+    t.same(rows.map((row) => Number(row.status)).filter((status) => status < 200 || status >= 300), [], 'only 2xx answers are stored')
 
     // A bad key value is a 400 that names the header; reads ignore the header.
     const badKey = await service.call('POST', '/People/Update/OneChange', { body, headers: { 'Idempotency-Key': 'has space' } })

@@ -72,7 +72,7 @@ export class IdempotencyStore {
       .where('key_id', '=', keyId).where('idem_key', '=', idemKey).execute()
   }
 
-  /** The work failed on our side (5xx): the key may be retried as new. */
+  /** The call was refused (4xx) or failed on our side (5xx): the key may be retried as new. */
   async release(keyId: number, idemKey: string): Promise<void> {
     await this.db.deleteFrom('api_idempotency').where('key_id', '=', keyId).where('idem_key', '=', idemKey).where('status', '=', 0).execute()
   }

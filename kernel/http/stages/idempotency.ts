@@ -17,8 +17,10 @@ function requestHash(exchange: Exchange): string {
  * `Idempotency-Key` on writes (issue 12), as payment APIs do: the same key, with the
  * same request, within 24 hours, answers the first call's stored answer without doing
  * the work again (`Idempotent-Replayed: true`); another request with the same key is
- * 422; a retry while the first is still running is 409. Checked after the input is
- * valid, so a refused body stores nothing; a 5xx frees the key for a retry.
+ * 422; a retry while the first is still running is 409. Only a successful (2xx) answer
+ * is stored: a refused call changed nothing, whether the schema or the handler refused
+ * it (a 400 date, a 404 id), so its claim is freed and a corrected retry under the same
+ * key runs; so does a 5xx's. A refused body is refused before the claim.
  */
 export function idempotencyStage(store: IdempotencyStore, report: (error: unknown) => void): Stage {
   return {
@@ -48,9 +50,9 @@ export function idempotencyStage(store: IdempotencyStore, report: (error: unknow
       const answer = exchange.answer!
       const keyId = exchange.caller.id
       // The call's own answer stands even if storing it fails; that is reported.
-      const saving = answer.status >= 500
-        ? store.release(keyId, idemKey)
-        : store.complete(keyId, idemKey, { ...answer, headers: answer.headers.slice() })
+      const saving = answer.status >= 200 && answer.status < 300
+        ? store.complete(keyId, idemKey, { ...answer, headers: answer.headers.slice() })
+        : store.release(keyId, idemKey)
       return saving.catch(report)
     },
   }
