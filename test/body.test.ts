@@ -19,6 +19,17 @@ t.test('request bodies', (t) =>
     t.equal(wrongType.text, 'Error: The body must be JSON, sent with Content-Type: application/json.')
     t.equal((await service.call('POST', '/Probe/Body', { rawBody: '{"Name":"x"}', contentType: 'application/json; charset=utf-8' })).status, 200)
     t.equal((await service.call('POST', '/Probe/Body', { rawBody: '{"Name":"x"}', contentType: 'application/vnd.keygate+json' })).status, 200)
+    // The body is read as UTF-8: another charset is refused, not misread.
+    for (const charset of ['utf-16', 'UTF-16LE', 'iso-8859-1', '"latin1"', 'utf8', '']) {
+      const other = await service.call('POST', '/Probe/Body', { rawBody: '{"Name":"x"}', contentType: `application/json; charset=${charset}` })
+      t.equal(other.status, 415, `charset=${charset}`)
+      t.equal(other.text, 'Error: The body must be JSON in UTF-8: Content-Type may name no charset but utf-8.')
+    }
+    const utf16 = await service.call('POST', '/Probe/Body', { rawBody: Buffer.from('\ufeff{"Name":"x"}', 'utf16le'), contentType: 'application/json; charset=utf-16' })
+    t.equal(utf16.status, 415, 'a real UTF-16 body: 415, not "not valid JSON"')
+    for (const contentType of ['application/json; charset="utf-8"', 'application/json;CHARSET=UTF-8', 'application/json;;;', 'application/json; ; charset=utf-8;', 'application/json; foo=bar']) {
+      t.equal((await service.call('POST', '/Probe/Body', { rawBody: '{"Name":"x"}', contentType })).status, 200, contentType)
+    }
 
     const missing = await service.call('POST', '/Probe/Body', { body: {} })
     t.equal(missing.status, 400)

@@ -6,6 +6,23 @@ import { describeSchemaError } from '../schemaErrors.ts'
 
 const jsonType = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
 
+/**
+ * The body is read as UTF-8, so a Content-Type naming another charset is refused, not
+ * misread. Parameter names and the value are case-insensitive and the value may be
+ * quoted (RFC 9110 5.6.6, 8.3.1); empty parameters (`application/json;;`) are allowed
+ * by that grammar, and parameters other than charset are ignored.
+ */
+function namesOnlyUtf8(contentType: string): boolean {
+  for (const parameter of contentType.split(';').slice(1)) {
+    const equals = parameter.indexOf('=')
+    if (equals === -1 || parameter.slice(0, equals).trim().toLowerCase() !== 'charset') continue
+    let value = parameter.slice(equals + 1).trim()
+    if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1)
+    if (value.toLowerCase() !== 'utf-8') return false
+  }
+  return true
+}
+
 /** Response format, query parameters and JSON body: 400/415 for what does not fit the route. */
 export function parseInputStage(): Stage {
   return {
@@ -50,6 +67,7 @@ function checkInput(exchange: Exchange, query: Record<string, unknown>): void {
     if (contentType === undefined || !jsonType.test(contentType)) {
       throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The body must be JSON, sent with Content-Type: application/json.')
     }
+    if (!namesOnlyUtf8(contentType)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The body must be JSON in UTF-8: Content-Type may name no charset but utf-8.')
     const text = raw.toString('utf8')
     if (text.includes('\uFFFD') && !raw.equals(Buffer.from(text, 'utf8'))) throw badRequest('The body is not valid UTF-8.')
     try {
