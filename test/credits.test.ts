@@ -8,6 +8,7 @@ import t from 'tap'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
 import { rootGroupIds, type TestKey } from './helpers/keys.ts'
 import type { Plugin } from '../kernel/plugin.ts'
+import { signedHeaders } from '../kernel/auth/signature.ts'
 
 async function storedCredits(service: Service, keyId: number) {
   const row = await service.kernel.database.db.selectFrom('api_keys').select(['credits', 'refill_amount', 'refill_every', 'refill_at']).where('id', '=', keyId).executeTakeFirstOrThrow()
@@ -111,6 +112,35 @@ t.test('create, edit, AddCredits, costs and the listing', (t) =>
     t.equal((await edit({ Credits: null })).status, 200)
     t.equal((await service.call('GET', '/Api/Read/Acl', { key })).status, 200, 'unlimited from the next call')
     t.same(await storedCredits(service, key.id), { credits: null, refill_amount: null, refill_every: null, refill_at: null })
+  }))
+
+const touching: Plugin = {
+  name: 'touching',
+  defaultGroups: [{ name: 'Touching', paths: [{ path: '/Report/Update/Touch', displayName: 'A write that takes no body' }] }],
+  setup: () => [{ method: 'POST', path: '/Report/Update/Touch', xml: { root: 'Touch' }, handler: () => ({ Ok: 1 }) }],
+}
+
+t.test('a write sent again and refused as a replay spends no credit', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, plugins: [touching] })
+    const key = await createKey(service, { Credits: 10 })
+    const sendTwice = async (path: string, body?: string) => {
+      // One signature, sent twice as captured: the second is the replay.
+      const headers = { ...signedHeaders(key, 'POST', path, body), ...(body === undefined ? {} : { 'content-type': 'application/json' }) }
+      const statuses: number[] = []
+      for (let round = 0; round < 2; round++) {
+        const response = await fetch(service.base + path, { method: 'POST', headers, body })
+        statuses.push(response.status)
+        if (round === 1) t.equal(await response.text(), 'Error: This request was already used (replay).')
+        else await response.arrayBuffer()
+      }
+      return statuses
+    }
+    // With a body (the read-the-body-last order) and without one.
+    t.same(await sendTwice('/People/Update/OneChange', JSON.stringify({ FirstName: 'Once', LastName: 'Only' })), [200, 401])
+    t.equal((await storedCredits(service, key.id)).credits, 9, 'one credit: the replay spent none')
+    t.same(await sendTwice('/Report/Update/Touch'), [200, 401])
+    t.equal((await storedCredits(service, key.id)).credits, 8, 'one credit: the replay spent none')
   }))
 
 t.test('refill at the period boundary (fake clock)', (t) =>

@@ -90,12 +90,15 @@ export function buildPipelines(parts: PipelineParts): Pipelines {
     body: readBodyStage(config.bodyLimit),
     verify: verifyStage({ lookupAcl, rateLimits, requestIds, signatures, daySecret, clock }),
     rateLimit: rateLimitStage(rateLimits),
+    // Writes only, once the signature is verified and before credits: a replayed write
+    // spends none (issue 16: only authenticated calls spend), and it is refused before
+    // the idempotency stage, so a captured request never gets a stored answer (a new
+    // key's secret); a real retry is signed again.
+    replay: replayStage(replayGuard),
     // After the rate limit: a call the limit refuses spends no credit.
     credits: creditsStage(credits, clock),
     input: parseInputStage(),
-    // Writes only: a replayed signature is refused first, so a captured request never
-    // gets a stored answer (a new key's secret); a real retry is signed again.
-    writes: [replayStage(replayGuard), idempotencyStage(idempotency, report)],
+    idempotency: idempotencyStage(idempotency, report),
     cache: config.cache.responses ? [cacheStage(cache)] : [],
     publish: parts.publishing ? [publishChangesStage(parts.publishing)] : [],
     handler: handleStage(),
@@ -105,13 +108,13 @@ export function buildPipelines(parts: PipelineParts): Pipelines {
   // A call without a body is verified at once; the rate limit comes before the ACL
   // decision, so a key probing paths it may not call spends its MaxHits too.
   const withoutBody = pipeline([
-    ...observers, stage.log, stage.authenticate, stage.verify, stage.rateLimit, stage.credits, stage.acl, stage.input, ...stage.writes, ...stage.cache, ...stage.publish, stage.handler,
+    ...observers, stage.log, stage.authenticate, stage.verify, stage.rateLimit, stage.replay, stage.credits, stage.acl, stage.input, stage.idempotency, ...stage.cache, ...stage.publish, stage.handler,
   ])
   // A call with a body is refused before a byte of it is read when its key, date or ACL
   // already says no; the body is read (up to the route's limit) only for a caller the
   // ACL admits, and the signature over it is verified after.
   const withBody = pipeline([
-    ...observers, stage.log, stage.closeUnread, stage.authenticate, stage.acl, stage.body, stage.verify, stage.rateLimit, stage.credits, stage.input, ...stage.writes, ...stage.cache, ...stage.publish, stage.handler,
+    ...observers, stage.log, stage.closeUnread, stage.authenticate, stage.acl, stage.body, stage.verify, stage.rateLimit, stage.replay, stage.credits, stage.input, stage.idempotency, ...stage.cache, ...stage.publish, stage.handler,
   ])
   return {
     pipelineFor: (request) => (announcesBody(request) ? withBody : withoutBody),
