@@ -62,7 +62,10 @@ t.test('which key an edit names, and who may edit it', (t) =>
       ['neither KeyId nor ApiKey', service.admin, { Email: 'a@example.com' }, 400, 'Error: KeyId or ApiKey is required.'],
       ['an empty body', service.admin, {}, 400, 'Error: KeyId or ApiKey is required.'],
       ['KeyId and ApiKey of two keys', service.admin, { KeyId: childA.id, ApiKey: childB.apiKey }, 400, 'Error: KeyId and ApiKey do not name the same key.'],
-      ['KeyId and an unknown ApiKey', service.admin, { KeyId: childA.id, ApiKey: unknownApiKey }, 400, 'Error: KeyId and ApiKey do not name the same key.'],
+      // An ApiKey that names no key is not found (D6), whatever KeyId says.
+      ['KeyId and an unknown ApiKey', service.admin, { KeyId: childA.id, ApiKey: unknownApiKey }, 404, notFound],
+      ['an unknown KeyId and an unknown ApiKey', service.admin, { KeyId: 999_999, ApiKey: unknownApiKey }, 404, notFound],
+      ['an unknown KeyId and a known ApiKey', service.admin, { KeyId: 999_999, ApiKey: childB.apiKey }, 400, 'Error: KeyId and ApiKey do not name the same key.'],
       ['KeyId 0', service.admin, { KeyId: 0 }, 400, 'Error: KeyId must be >= 1.'],
       ['KeyId as a string', service.admin, { KeyId: String(childA.id) }, 400, 'Error: KeyId must be an integer.'],
       ['an unknown KeyId', service.admin, { KeyId: 999_999 }, 404, notFound],
@@ -83,7 +86,7 @@ t.test('which key an edit names, and who may edit it', (t) =>
       ['tenant B moves its key to tenant A', tenantB, { KeyId: tenantBChild.id, Defaults: { Parent: 1 } }, 400, 'Error: Defaults.Parent must be your own Parent (2).'],
       // MariaDB's collation ignores trailing spaces; the answer must not depend on the database.
       ['an ApiKey with a trailing space', service.admin, { ApiKey: `${childA.apiKey} `, Email: 'pad@example.com' }, 404, notFound],
-      ['KeyId and its ApiKey with trailing spaces', service.admin, { KeyId: childA.id, ApiKey: `${childA.apiKey}   ` }, 400, 'Error: KeyId and ApiKey do not name the same key.'],
+      ['KeyId and its ApiKey with trailing spaces', service.admin, { KeyId: childA.id, ApiKey: `${childA.apiKey}   ` }, 404, notFound],
     ]
     for (const [label, key, body, status, text] of cases) {
       const answer = await edit(body, key)

@@ -3,6 +3,7 @@
  * of POST /Api/Create/Key as a table of cases, on SQLite and MariaDB.
  */
 import t, { type Test } from 'tap'
+import Papa from 'papaparse'
 import { forEachDatabase, startService, type DatabaseKind, type Service } from './helpers/service.ts'
 import type { KeyFields } from '../kernel/auth/keyIssuer.ts'
 import { insertKey, keyTestGroups } from './helpers/keys.ts'
@@ -151,6 +152,17 @@ t.test('GET/POST /Api/Read/Groups and GET /Api/Read/Keys', (t) =>
     t.match(createdXml.text, /<Key>\s*<Id>\d+<\/Id>\s*<Api_Key>kg_/)
     const csv = await service.call('GET', '/Api/Read/Keys?format=csv')
     t.match(csv.text.split('\r\n')[0], /^Id,Api_Key,Display_Name,/)
+    // A key's groups in XML are <Group> items, as in the other group lists; in CSV a
+    // group's paths are one comma-separated cell, as /account/read/group writes them.
+    t.match(xml.text, /<Groups>\s*<Group>\s*<Id>\d+<\/Id>\s*<Display_Name>/)
+    t.notMatch(xml.text, /<Groups>\s*<Id>/)
+    const groupsCsv = Papa.parse<Record<string, string>>((await service.call('GET', '/Api/Read/Groups?format=csv')).text, { header: true, skipEmptyLines: true })
+    const groupsJson = (await service.call('GET', '/Api/Read/Groups')).json as { Paths: string[] }[]
+    t.same(groupsCsv.data.map((row) => row.Paths), groupsJson.map((group) => group.Paths.join(',')))
+    // The secret of a CSV answer is the secret: it signs as it stands.
+    const createdCsv = await service.call('POST', '/Api/Create/Key?format=csv', { today: true, body: { Display_Name: 'As CSV', GroupId: groups.aclReader, Require_Https: 0 } })
+    const [row] = Papa.parse<Record<string, string>>(createdCsv.text, { header: true, skipEmptyLines: true }).data
+    t.equal((await service.call('GET', '/Api/Read/Acl', { key: { apiKey: row.Api_Key, secret: row.Api_Secret } })).status, 200)
   }),
 )
 
@@ -214,6 +226,8 @@ t.test('POST /Api/Create/Key: fields, defaults and invalid parameters', (t) =>
       ['StartDate not a date', { StartDate: 'tomorrow' }, /^Error: StartDate must be an HTTP-date/],
       ['StartDate impossible', { StartDate: '2026-02-31T00:00:00Z' }, /^Error: StartDate must be an HTTP-date/],
       ['EndDate not a date', { EndDate: '22/11/2026' }, /^Error: EndDate must be an HTTP-date/],
+      // Its zone would move it into year 10000, which no HTTP-date answer can show.
+      ['EndDate past year 9999 in UTC', { EndDate: '9999-12-31T23:59:59-23:59' }, /^Error: EndDate must be an HTTP-date/],
       ['EndDate equal to StartDate', { StartDate: '2030-01-01T00:00:00Z', EndDate: 'Tue, 01 Jan 2030 00:00:00 GMT' }, 'Error: EndDate must be after StartDate.'],
       ['EndDate before StartDate', { StartDate: '2030-01-02T00:00:00Z', EndDate: '2030-01-01T00:00:00Z' }, 'Error: EndDate must be after StartDate.'],
       ['EndDate in the past with the default StartDate', { EndDate: '2000-01-01T00:00:00Z' }, 'Error: EndDate must be after StartDate (which defaults to now).'],

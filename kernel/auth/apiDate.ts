@@ -33,6 +33,9 @@ export function parseApiDate(text: string): number | null {
   return null
 }
 
+const firstInputTime = Date.parse('0000-01-01T00:00:00Z')
+const lastInputTime = Date.parse('9999-12-31T23:59:59.999Z')
+
 const inputDatePattern = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?$/i
 
 /** Input dates of key fields (D9): HTTP-date, or RFC 3339 with a zone (or a bare date, taken as UTC midnight). */
@@ -45,7 +48,9 @@ export function parseInputDate(text: string): number | null {
   if (checkedUtc(Number(match[1]), Number(match[2]) - 1, Number(match[3]), Number(match[4] ?? 0), Number(match[5] ?? 0), Number(match[6] ?? 0)) === null) return null
   if (match[7] && match[7].length === 6 && (Number(match[7].slice(1, 3)) > 23 || Number(match[7].slice(4)) > 59)) return null
   const time = Date.parse(match[4] === undefined ? `${text}T00:00:00Z` : text)
-  return Number.isNaN(time) ? null : time
+  // A zone can shift a date past year 9999 or before year 0, which an HTTP-date answer
+  // cannot show (nor the service read back): such an instant is no date either.
+  return Number.isNaN(time) || time < firstInputTime || time > lastInputTime ? null : time
 }
 
 /**

@@ -12,12 +12,21 @@ export interface NewKeyCredentials {
   secret: string
 }
 
+/**
+ * 256 random bits as base64url, drawn again when the text starts with `-` (1 in 64):
+ * a CSV answer quotes a cell starting `-` with `'` against spreadsheet formulas (OWASP),
+ * which would hand a CSV client a secret that does not sign.
+ */
+function newSecret(): string {
+  for (;;) {
+    const secret = randomBytes(32).toString('base64url')
+    if (secret[0] !== '-') return secret
+  }
+}
+
 /** 128 random bits of key (with its checksum, keyChecksum.ts) and 256 of secret, from crypto.randomBytes (D9). */
 export function newKeyCredentials(): NewKeyCredentials {
-  return {
-    apiKey: newCheckedApiKey(apiKeyPrefix),
-    secret: randomBytes(32).toString('base64url'),
-  }
+  return { apiKey: newCheckedApiKey(apiKeyPrefix), secret: newSecret() }
 }
 
 export type KeyFields = Omit<Insertable<CoreTables['api_keys']>, 'id' | 'api_key' | 'secret_enc' | 'created_at' | 'updated_at'>

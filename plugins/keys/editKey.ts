@@ -18,8 +18,9 @@ export async function namedKeyId(kernel: KernelServices, body: Pick<EditKeyBody,
   if (body.KeyId === undefined && body.ApiKey === undefined) throw badRequest('KeyId or ApiKey is required.')
   if (body.ApiKey === undefined) return body.KeyId!
   const byApiKey = await kernel.keys.idByApiKey(body.ApiKey)
-  if (body.KeyId !== undefined && byApiKey !== body.KeyId) throw badRequest('KeyId and ApiKey do not name the same key.')
+  // An ApiKey that names no key is "not found" (D6), whatever KeyId says: only two keys can differ.
   if (byApiKey === undefined) throw keyNotFound()
+  if (body.KeyId !== undefined && byApiKey !== body.KeyId) throw badRequest('KeyId and ApiKey do not name the same key.')
   return byApiKey
 }
 

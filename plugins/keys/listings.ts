@@ -83,3 +83,13 @@ export async function readKeys(kernel: KernelServices, call: Call): Promise<KeyL
 export function readGroups(kernel: KernelServices, call: Call<unknown>): Promise<GroupRecord[]> {
   return assignableGroups(kernel, call.caller.id)
 }
+
+/** CSV of a group list: one row per group, its paths in one comma-separated cell (as /account/read/group). */
+export function groupRows(groups: GroupRecord[]): unknown[] {
+  return groups.map((group) => ({ ...group, Paths: group.Paths.join(',') }))
+}
+
+/** XML of the key listing: each key's groups as `<Groups><Group>…</Group></Groups>`, as the other group lists. */
+export function keysWithGroupItems(keys: KeyListing[]): unknown[] {
+  return keys.map((key) => ({ ...key, Groups: { Group: key.Groups } }))
+}

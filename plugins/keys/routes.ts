@@ -5,7 +5,7 @@ import { readAuditTrail } from './readAudit.ts'
 import { readAuditBodySchema, type ReadAuditBody } from './schemas.ts'
 import { createKey } from './createKey.ts'
 import { editKey } from './editKey.ts'
-import { keyListingColumns, readGroups, readKeys } from './listings.ts'
+import { groupRows, keyListingColumns, keysWithGroupItems, readGroups, readKeys } from './listings.ts'
 
 /**
  * The routes of the keys plugin. None is cached: create and edit change state, and the
@@ -55,6 +55,7 @@ export function keyRoutes(kernel: KernelServices): Route[] {
       method: 'GET',
       path: '/Api/Read/Groups',
       xml: { root: 'Groups', item: 'Group' },
+      csv: groupRows,
       handler: (call) => readGroups(kernel, call),
     }),
     defineRoute<Record<string, never>>({
@@ -62,6 +63,7 @@ export function keyRoutes(kernel: KernelServices): Route[] {
       path: '/Api/Read/Groups',
       body: readGroupsBodySchema,
       xml: { root: 'Groups', item: 'Group' },
+      csv: groupRows,
       handler: (call) => readGroups(kernel, call),
     }),
     defineRoute({
@@ -69,6 +71,7 @@ export function keyRoutes(kernel: KernelServices): Route[] {
       path: '/Api/Read/Keys',
       xml: { root: 'Keys', item: 'Key' },
       csvColumns: keyListingColumns,
+      xmlValue: keysWithGroupItems,
       handler: (call) => readKeys(kernel, call),
     }),
   ]
