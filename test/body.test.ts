@@ -2,6 +2,7 @@ import t from 'tap'
 import { connect } from 'node:net'
 import { forEachDatabase, startService } from './helpers/service.ts'
 import { probePlugin } from './helpers/probePlugin.ts'
+import { signedHeaders } from '../kernel/auth/signature.ts'
 
 t.test('request bodies', (t) =>
   forEachDatabase(t, async (t, kind) => {
@@ -87,6 +88,23 @@ t.test('request bodies', (t) =>
     t.match(noHost, /\r\n\r\nError: The Host header is required\.$/)
     const http10 = await raw('GET /v1.0/Api/Read/Acl HTTP/1.0\r\n\r\n')
     t.match(http10, /^HTTP\/1\.1 401 .*\r\n\r\nError: Missing credentials/s, 'HTTP/1.0 without Host reaches authentication')
+
+    // Host given twice is refused (RFC 9112 3.2), not served by the first line.
+    const twoHosts = await raw('GET /v1.0/Api/Read/Acl HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n')
+    t.match(twoHosts, /^HTTP\/1\.1 400 .*\r\n\r\nError: The Host header must be given once\.$/s)
+    // CONNECT gets an answer (node:http closed the socket without one).
+    const tunnel = await raw('CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n')
+    t.match(tunnel, /^HTTP\/1\.1 405 .*\r\n\r\nError: CONNECT is not supported\.$/s)
+
+    const signed = (path: string) => Object.entries(signedHeaders(service.admin, 'GET', path)).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+    // The absolute form (through a forward proxy) is signed over the same path as the origin form.
+    const absolute = await raw(`GET http://127.0.0.1:${service.port}/v1.0/Api/Read/Acl HTTP/1.1\r\nHost: 127.0.0.1\r\n${signed('/Api/Read/Acl')}Connection: close\r\n\r\n`)
+    t.match(absolute, /^HTTP\/1\.1 200 /, 'absolute form, signed over the path')
+    // A second x-apikey after a thousand header lines is still seen (node:http kept only
+    // the first thousand lines, so a forged second value went unseen).
+    const filler = 'a: b\r\n'.repeat(1200)
+    const buried = await raw(`GET /v1.0/Api/Read/Acl HTTP/1.1\r\nHost: x\r\n${signed('/Api/Read/Acl')}${filler}x-apikey: kg_AAAAAAAAAAAAAAAAAAAAAA\r\nConnection: close\r\n\r\n`)
+    t.match(buried, /^HTTP\/1\.1 401 .*\r\n\r\nError: Credential x-apikey was given more than once\.$/s)
   }),
 )
 

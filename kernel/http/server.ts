@@ -1,4 +1,5 @@
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { Duplex } from 'node:stream'
 import { createServer as createHttpsServer } from 'node:https'
 import { readFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
@@ -39,6 +40,16 @@ function send(response: ServerResponse, answer: Answer): void {
   response.end(answer.body)
 }
 
+const absoluteForm = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/
+
+/** `http://host:port/v1.0/x?y` → `/v1.0/x?y`; any other target (`*`) stays as it is. */
+function originForm(target: string): string {
+  const authority = absoluteForm.exec(target)
+  if (authority === null) return target
+  const rest = target.slice(authority[0].length)
+  return rest.charCodeAt(0) === 47 ? rest : `/${rest}`
+}
+
 function closesConnection(answer: Answer): boolean {
   return answer.headers.some(([name, value]) => name.toLowerCase() === 'connection' && value.toLowerCase() === 'close')
 }
@@ -59,12 +70,17 @@ export function createServer(options: HttpServerOptions): HttpServer {
 
   /** `expectsContinue`: sent with `Expect: 100-continue`; node:http has not answered 100 (checkContinue below). */
   async function handle(request: IncomingMessage, response: ServerResponse, expectsContinue: boolean): Promise<void> {
-    // HTTP/1.1 requires Host (RFC 9112 3.2); node:http's own refusal had no body.
-    if (request.headers.host === undefined && request.httpVersionMinor === 1) {
+    // HTTP/1.1 requires Host, exactly once (RFC 9112 3.2); node:http's own refusal had
+    // no body. A second Host line is joined to the first (joinDuplicateHeaders below).
+    const host = request.headers.host
+    if ((host === undefined && request.httpVersionMinor === 1) || host?.includes(',')) {
       response.shouldKeepAlive = false
       if (!request.complete) lingerOnClose(request)
-      return send(response, errorAnswer('Error: The Host header is required.', 400))
+      return send(response, errorAnswer(host === undefined ? 'Error: The Host header is required.' : 'Error: The Host header must be given once.', 400))
     }
+    // The absolute form (`GET http://host/v1.0/...`, RFC 9112 3.2.2, as sent through a
+    // forward proxy): signed, routed and logged as its origin form, the path a client signs.
+    if (request.url !== undefined && request.url.charCodeAt(0) !== 47) request.url = originForm(request.url)
     if (outsideBasePath?.(request, response)) return
     const url = request.url ?? '/'
     const queryAt = url.indexOf('?')
@@ -102,6 +118,10 @@ export function createServer(options: HttpServerOptions): HttpServer {
     connectionsCheckingInterval: 1000,
     // Checked in handle(), so the refusal is a plain-text Error: like every other.
     requireHostHeader: false,
+    // node:http keeps the first of two Host, Content-Type or User-Agent lines and drops
+    // the other; joined, a repeated one is seen (a second Host is refused, a second
+    // Content-Type is no JSON type), so a smuggled line never decides quietly.
+    joinDuplicateHeaders: true,
   }
   const listener = (request: IncomingMessage, response: ServerResponse, expectsContinue = false) => {
     handle(request, response, expectsContinue).catch((error) => {
@@ -112,6 +132,16 @@ export function createServer(options: HttpServerOptions): HttpServer {
   const server: Server = config.tls
     ? createHttpsServer({ ...serverOptions, cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) }, listener)
     : createHttpServer(serverOptions, listener)
+  // node:http keeps the first 1,000 header lines and drops the rest without a word, so a
+  // credential or X-Forwarded-* line after them would go unseen (a repeated x-apikey,
+  // the line a trusted proxy appends). No count limit: maxHeaderSize bounds the headers.
+  server.maxHeadersCount = 0
+  // CONNECT (a tunnel) is no call of this service; without a listener node:http closes
+  // the socket without a word.
+  server.on('connect', (request: IncomingMessage, socket: Duplex) => {
+    const message = 'Error: CONNECT is not supported.'
+    socket.end(`HTTP/1.1 405 Method Not Allowed\r\nContent-Type: ${plainText}\r\nContent-Length: ${Buffer.byteLength(message)}\r\nConnection: close\r\n\r\n${message}`)
+  })
   // node:http would answer 100 Continue before a header is checked, inviting the upload
   // of a body an unknown key or a stale date never gets read; the body stage sends it.
   server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => listener(request, response, true))

@@ -327,17 +327,28 @@ export class RateLimits {
     return result
   }
 
-  /** A wrong day code: true when the key has now guessed too often. */
-  async dayCodeFailed(caller: CallerKey): Promise<boolean> {
+  /**
+   * Takes one of the key's day-code attempts before its code is compared: 0 when taken,
+   * else the milliseconds until its block ends. Taken first, in one atomic step of the
+   * store, so calls in flight together (on every process, with Redis) cannot all pass a
+   * check made before any of them counted: never more than ten guesses a minute (D5, D16).
+   */
+  async dayCodeAttempt(caller: CallerKey): Promise<number> {
     try {
       await this.dayCodeFailures.consume(caller.id)
-      return false
+      return 0
     } catch (rejection) {
       if (!(rejection instanceof RateLimiterRes)) throw rejection
-      return true
+      return Math.max(1, rejection.msBeforeNext)
     }
   }
 
+  /** A right day code gives its attempt back: only wrong ones count. */
+  async dayCodeRight(caller: CallerKey): Promise<void> {
+    await this.dayCodeFailures.reward(caller.id, 1)
+  }
+
+  /** Milliseconds until the key's day-code block ends; 0 when it is not blocked. */
   async dayCodeBlocked(caller: CallerKey): Promise<number> {
     const state = await this.dayCodeFailures.get(caller.id)
     return state && state.consumedPoints >= dayCodeGuesses ? state.msBeforeNext : 0

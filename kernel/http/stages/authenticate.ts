@@ -15,7 +15,9 @@ export const anonymousCaller: CallerKey = Object.freeze({
   metered: false, tenantQuotas: [],
 }) as CallerKey
 
-// One message for unknown, inactive and not-yet-active keys: no key's existence leaks.
+// One message for unknown, inactive and not-yet-active keys: no key's state but "active"
+// shows. A holder of an active key's Api_Key alone does see the next check's text
+// (date, signature): SECURITY.md 2a says why that is kept.
 const unknownKey = 'Unknown or inactive API key.'
 
 /**

@@ -29,18 +29,22 @@ export interface VerifyDependencies {
 export function verifyStage(deps: VerifyDependencies): Stage {
   const { lookupAcl, rateLimits, requestIds, signatures, daySecret, clock } = deps
 
+  const tooManyGuesses = (blockedMs: number) =>
+    new ApiError('TOO_MANY_REQUESTS', 'Error: Too many wrong day codes; try again later.', { 'Retry-After': String(Math.ceil(blockedMs / 1000)) })
+
   async function checkDayCode(caller: CallerKey, code: string | undefined): Promise<void> {
-    const blockedMs = await rateLimits.dayCodeBlocked(caller)
-    if (blockedMs > 0) {
-      throw new ApiError('TOO_MANY_REQUESTS', 'Error: Too many wrong day codes; try again later.', { 'Retry-After': String(Math.ceil(blockedMs / 1000)) })
+    if (code === undefined) {
+      const blockedMs = await rateLimits.dayCodeBlocked(caller)
+      if (blockedMs > 0) throw tooManyGuesses(blockedMs)
+      throw unauthorized('This call needs the day code (x-apitoday).')
     }
-    if (code === undefined) throw unauthorized('This call needs the day code (x-apitoday).')
-    if (!verifyDayCode(daySecret, code, clock())) {
-      await rateLimits.dayCodeFailed(caller)
-      // A wrong guess also spends the key's own MaxHits (D5).
-      await rateLimits.consume(caller)
-      throw unauthorized('The day code (x-apitoday) is wrong or expired.')
-    }
+    // The attempt is counted before the code is compared, and given back when it is right.
+    const blockedMs = await rateLimits.dayCodeAttempt(caller)
+    if (blockedMs > 0) throw tooManyGuesses(blockedMs)
+    if (verifyDayCode(daySecret, code, clock())) return rateLimits.dayCodeRight(caller)
+    // A wrong guess also spends the key's own MaxHits (D5).
+    await rateLimits.consume(caller)
+    throw unauthorized('The day code (x-apitoday) is wrong or expired.')
   }
 
   function established(exchange: Exchange): void {
