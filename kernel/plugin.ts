@@ -128,6 +128,12 @@ export interface Route<Body = any, Query = any> {
   permit?: (caller: CallerKey) => Promise<void>
   /** JSON schema of the body; a route without one takes no body. */
   body?: object
+  /**
+   * The handler refuses a call without a body although the schema requires no one field
+   * (an edit names its key by KeyId or ApiKey): OpenAPI then marks the body required.
+   * Default: the schema requires a field.
+   */
+  bodyRequired?: boolean
   /** Largest body in bytes this route takes, when it needs more (or less) than config `bodyLimit`. */
   bodyLimit?: number
   /**
@@ -237,6 +243,8 @@ export type PluginDatabase = Kysely<{}>
 /** What the kernel lends its plugins. */
 export interface KernelServices {
   readonly config: Config
+  /** The service's own version (package.json), as `keygate --version` prints it. */
+  readonly version: string
   /**
    * The names of the plugins config `plugins` enables, in its order (an entry may be a
    * folder or a package; this is the plugin's own name). The console, which `console.enabled`
@@ -397,6 +405,10 @@ export interface MountedRouteInfo {
   rawContentType: string | null
   /** It answers If-None-Match with 304 (Route.etag). */
   etag: boolean
+  /** It changes state: replays are refused and `Idempotency-Key` is honoured (Route.writes). */
+  writes: boolean
+  /** A call must send a body (Route.bodyRequired, or a field the schema requires). */
+  bodyRequired: boolean
   /** The display name its plugin's default groups give this path, if any. */
   summary: string | null
   /** A default group of its plugin makes the path Is_Public (callable without credentials). */

@@ -5,6 +5,7 @@
  * served from this service under a CSP that loads nothing from elsewhere.
  */
 import t from 'tap'
+import { readFileSync } from 'node:fs'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { forEachDatabase, startService } from './helpers/service.ts'
 
@@ -47,7 +48,15 @@ t.test('the OpenAPI document: valid 3.1, every route, the signature as security 
     t.same(Object.keys(document.paths['/Api/Read/Changes/Rss'].get.responses['200'].content), ['application/rss+xml'])
     t.equal(create.requestBody.required, true, 'a body with required fields is required')
     t.equal(document.paths['/account/read/user'].post.requestBody.required, false, 'a body that requires nothing may be left out')
-    t.same(Object.keys(document.paths['/Api/Edit/Key'].post.responses), ['200', '400', '401', '403', '404', '413', '415', '429', '503'], 'the statuses D6 gives a write')
+    t.equal(document.paths['/Api/Edit/Key'].post.requestBody.required, true, 'KeyId or ApiKey: an edit without a body is refused')
+    t.equal(document.paths['/People/Update/OneChange'].post.requestBody.required, true, 'Id or LastName')
+    t.equal(document.paths['/people/read/filtered'].post.requestBody.required, false, 'the filter may come in the query string')
+    t.same(Object.keys(document.paths['/Api/Edit/Key'].post.responses), ['200', '400', '401', '403', '404', '409', '413', '415', '417', '422', '429', '503'], 'the statuses D6 gives a write, and Idempotency-Key\'s and Expect\'s')
+    t.same(Object.keys(document.paths['/Api/Read/History'].post.responses), ['200', '400', '401', '403', '404', '413', '415', '417', '429', '503'], 'a read with a body: no Idempotency-Key')
+    const idempotency = (operation: { parameters: { name: string; in: string }[] }) => operation.parameters.some((parameter) => parameter.name === 'Idempotency-Key' && parameter.in === 'header')
+    t.ok(idempotency(document.paths['/Api/Edit/Key'].post), 'a write declares Idempotency-Key')
+    t.notOk(idempotency(document.paths['/Api/Read/History'].post), 'a read does not')
+    t.equal(document.info.version, JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version, "the service's version")
     t.same(Object.keys(document.paths['/People/Read/Photo'].get.responses), ['200', '304', '400', '401', '403', '404', '429', '503'], 'an image with its ETag: 304')
     t.notOk('304' in document.paths['/Api/Read/Changes/Rss'].get.responses, 'no 304 for a raw answer without an ETag')
     // A wildcard-covered route is named by its plugin, not by the wildcard's text.

@@ -157,6 +157,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const closers: (() => Promise<void>)[] = []
   const services: KernelServices = {
     config,
+    version: packageVersion,
     // Loaded in config order first (pluginLoader.ts): the names of exactly the entries config `plugins` holds.
     plugins: plugins.slice(0, config.plugins.length).map((plugin) => plugin.name),
     dialect,

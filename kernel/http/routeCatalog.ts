@@ -2,7 +2,7 @@ import type { MountedRouteInfo, Plugin } from '../plugin.ts'
 import type { MountedRoute } from './exchange.ts'
 import { compileAclPath } from '../auth/aclPath.ts'
 
-function describe(plugins: readonly Plugin[], { plugin, route }: MountedRoute): MountedRouteInfo {
+function describe(plugins: readonly Plugin[], { plugin, route, writes }: MountedRoute): MountedRouteInfo {
   const entries = (plugins.find((candidate) => candidate.name === plugin)?.defaultGroups ?? []).flatMap((group) => group.paths)
   const exact = entries.find((entry) => entry.path.toLowerCase() === route.path.toLowerCase())
   const covering = entries.filter((entry) => compileAclPath(entry.path)(route.path))
@@ -16,6 +16,8 @@ function describe(plugins: readonly Plugin[], { plugin, route }: MountedRoute): 
     query: route.query ?? null,
     rawContentType: route.rawContentType ?? null,
     etag: route.etag === true,
+    writes,
+    bodyRequired: route.body !== undefined && (route.bodyRequired ?? ((route.body as { required?: string[] }).required ?? []).length > 0),
     summary: exact?.displayName ?? route.summary ?? covering[0]?.displayName ?? null,
     publicByDefault: covering.some((entry) => entry.isPublic === 1),
   })

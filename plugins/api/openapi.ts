@@ -1,4 +1,4 @@
-import { RawAnswer, defineRoute, type HistoryEntry, type KernelServices, type MountedRouteInfo } from '../../kernel/sdk.ts'
+import { RawAnswer, defineRoute, type KernelServices, type MountedRouteInfo } from '../../kernel/sdk.ts'
 
 export const openApiContentType = 'application/json; charset=utf-8'
 
@@ -40,6 +40,14 @@ function operationId(route: MountedRouteInfo): string {
   return `${route.method.toLowerCase()}${route.path.replace(/[^A-Za-z0-9]+/g, '_')}`
 }
 
+const idempotencyParameter = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description: 'The same key with the same request within 24 hours answers the first 2xx answer again (`Idempotent-Replayed: true`) without doing the work twice.',
+  schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
+}
+
 function queryParameters(schema: object | null): object[] {
   const { properties = {}, required = [] } = (schema ?? {}) as { properties?: Record<string, object>; required?: string[] }
   return Object.entries(properties).map(([name, property]) => ({ name, in: 'query', required: required.includes(name), schema: property }))
@@ -63,9 +71,9 @@ function operation(route: MountedRouteInfo, cachesAnswers: boolean): object {
     tags: [route.plugin],
     // Public by default: no credentials, or a signed call (an operator may change either).
     security: route.publicByDefault ? [{}, signed] : [signed],
-    parameters: [...(route.rawContentType === null ? [formatParameter] : []), ...queryParameters(route.query)],
-    // A body whose schema requires nothing may be left out (POST /account/read/user answers no body as {}).
-    ...(route.body === null ? {} : { requestBody: { required: ((route.body as { required?: string[] }).required ?? []).length > 0, content: { 'application/json': { schema: route.body } } } }),
+    parameters: [...(route.rawContentType === null ? [formatParameter] : []), ...queryParameters(route.query), ...(route.writes ? [idempotencyParameter] : [])],
+    // A body may be left out where the route takes none as {} (POST /account/read/user).
+    ...(route.body === null ? {} : { requestBody: { required: route.bodyRequired, content: { 'application/json': { schema: route.body } } } }),
     // Every status D6 gives a call of this kind: 304 where the answer carries an ETag, 413/415 where there is a body.
     responses: {
       200: { description: 'The answer, in the format asked for.', content: answers },
@@ -74,10 +82,17 @@ function operation(route: MountedRouteInfo, cachesAnswers: boolean): object {
       401: errorAnswer('Authentication failed.'),
       403: errorAnswer('The ACL does not allow this path, or HTTPS is required.'),
       404: errorAnswer('No such object of yours (an id not found, or another tenant\'s), or the route\'s plugin is disabled.'),
+      ...(route.writes ? {
+        409: errorAnswer('A call with this Idempotency-Key is still being processed; try again shortly.'),
+      } : {}),
       ...(route.body === null ? {} : {
         413: errorAnswer('The body is over the limit (bodyLimit).'),
         415: errorAnswer('The body is not JSON (Content-Type).'),
+        417: errorAnswer('An Expect header other than 100-continue.'),
       }),
+      ...(route.writes ? {
+        422: errorAnswer('This Idempotency-Key was already used with another request.'),
+      } : {}),
       429: errorAnswer('Rate limit exceeded.'),
       503: errorAnswer('The database is unreachable; try again.'),
     },
@@ -85,7 +100,7 @@ function operation(route: MountedRouteInfo, cachesAnswers: boolean): object {
 }
 
 /** The OpenAPI 3.1 document of every mounted route (D15), from the routes' own schemas. */
-export function openApiDocument(routes: readonly MountedRouteInfo[], history: readonly HistoryEntry[], basePath: string, cachesAnswers: boolean): object {
+export function openApiDocument(routes: readonly MountedRouteInfo[], version: string, basePath: string, cachesAnswers: boolean): object {
   const paths: Record<string, Record<string, object>> = {}
   for (const route of routes) {
     paths[route.path] ??= {}
@@ -95,7 +110,8 @@ export function openApiDocument(routes: readonly MountedRouteInfo[], history: re
     openapi: '3.1.0',
     info: {
       title: 'keygate',
-      version: history[0]?.Version ?? '0.0.0',
+      // The service's version: a plugin's change history may name versions of its own.
+      version,
       description: 'API keys, ACL groups, signed calls, rate limits, call logs and a people directory. Paths match case-insensitively. Every error is plain text starting `Error: `.\n\n' + signature,
     },
     servers: [{ url: basePath }],
@@ -115,7 +131,7 @@ export function openApiRoutes(kernel: KernelServices) {
       xml: { root: 'OpenApi' },
       rawContentType: openApiContentType,
       handler: () => {
-        document ??= Buffer.from(JSON.stringify(openApiDocument(kernel.routes(), kernel.history(), kernel.config.basePath, kernel.config.cache.responses)))
+        document ??= Buffer.from(JSON.stringify(openApiDocument(kernel.routes(), kernel.version, kernel.config.basePath, kernel.config.cache.responses)))
         return new RawAnswer(openApiContentType, document)
       },
     }),

@@ -26,6 +26,8 @@ export function keyRoutes(kernel: KernelServices): Route[] {
       path: '/Api/Edit/Key',
       dayCode: true,
       body: editKeyBodySchema,
+      // KeyId or ApiKey, which no schema keyword says with our error texts.
+      bodyRequired: true,
       xml: { root: 'Key' },
       handler: (call) => editKey(kernel, call),
     }),

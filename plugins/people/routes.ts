@@ -149,6 +149,8 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       path: '/People/Update/OneChange',
       summary: 'Create or change one person',
       body: schemas.changeBody,
+      // Id to change a person, LastName to create one: never nothing.
+      bodyRequired: true,
       xml: { root: 'Person' },
       async handler(call) {
         const { Id, ...input } = call.body
