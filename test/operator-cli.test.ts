@@ -174,3 +174,25 @@ t.test("without Redis, a running service's cached answers follow an operator's A
     t.match(removed.stderr, /admin: a running service sees this within 5 s\n/, "the CLI's own config: keyTtlSeconds 60")
   }),
 )
+
+t.test('a group made by group add is held by the root key, which gives it to the keys it creates', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const made = await adminOn(service, 'group', 'add', '--name', 'Operators readers', '--json')
+    t.equal(made.code, 0, made.stderr)
+    const group = JSON.parse(made.stdout).Id as number
+    t.match(made.stderr, new RegExp(`admin: the root admin key \\(Id ${service.admin.id}\\) holds the group`))
+    const granted = await adminOn(service, 'acl', 'add', '--path', '/Api/Read/Acl', '--name', 'Operators ACL read', '--group', String(group), '--json')
+    t.equal(granted.code, 0, granted.stderr)
+    // Without Redis the service sees the CLI's change within 5 s.
+    const assignable = async () => ((await service.call('GET', '/Api/Read/Groups')).json as { Id: number }[]).some((entry) => entry.Id === group)
+    const deadline = Date.now() + 15_000
+    while (!(await assignable()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200))
+    t.ok(await assignable(), 'GET /Api/Read/Groups lists it')
+    const created = await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: 'Operator group holder', GroupId: group, Require_Https: 0 } })
+    t.equal(created.status, 200, created.text)
+    const key = { apiKey: created.json.Api_Key, secret: created.json.Api_Secret }
+    t.equal((await service.call('GET', '/Api/Read/Acl', { key })).status, 200, "the group's entry lets the new key in")
+    t.equal((await service.call('GET', '/Api/Read/Limits', { key })).status, 403, 'and nothing else')
+  }),
+)
