@@ -99,6 +99,9 @@ t.test('config errors name the setting and print no secret', async (t) => {
   t.equal(messageOf({ MASTER_KEY: 'not-a-hex-key-but-secret' }), 'invalid setting masterKey: must match pattern "^([0-9a-fA-F]{64}|.*/.*)$"', 'a bad MASTER_KEY is named, not echoed')
   t.equal(messageOf({ DATABASE_URL: `postgres://keygate:${password}@db/keygate` }), 'invalid setting databaseUrl: must match pattern "^mysql://" (got "postgres://keygate:***@db/keygate")', 'the password in a URL is masked')
   t.equal(messageOf({ DATABASE_URL: `mysql://keygate:${password}@[db/keygate` }), 'invalid setting databaseUrl: not a valid URL (got "mysql://keygate:***@[db/keygate")', 'an unparsable URL: masked too')
+  // No '://', or an '@' inside the password: nothing of the password shows.
+  t.equal(messageOf({ DATABASE_URL: `mysql//keygate:${password}@db/keygate` }), 'invalid setting databaseUrl: must match pattern "^mysql://" (got "mysql:***@db/keygate")', 'a URL without its ://')
+  t.equal(messageOf({ DATABASE_URL: `mysql://keygate:${password}@x@db:99999/keygate` }), 'invalid setting databaseUrl: not a valid URL (got "mysql://keygate:***@db:99999/keygate")', "a password with an unencoded '@'")
   t.equal(messageOf({ LOG_ACCESS: 'verbose' }), 'invalid setting log.access: must be equal to one of the allowed values (got "verbose")')
   t.equal(messageOf({ METRICS_PORT: '99999' }), 'invalid setting metrics.port: must be <= 65535 (got 99999)')
   const broken = join(folder, 'broken.json')

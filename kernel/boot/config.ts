@@ -394,9 +394,17 @@ function withoutText(error: Error): string {
 /** Settings whose values are never printed, whole or in part. */
 const secretSetting = /masterKey|secret|password|token|credential/i
 
-/** `mysql://user:***@host/db`: a URL as it may be printed. */
+/**
+ * `mysql://user:***@host/db`: a URL as it may be printed. Everything before the last `@`
+ * but the scheme and user name is masked, so a password holding an unencoded `@` or `/`,
+ * or a URL too malformed to parse (`mysql//user:pw@host`), shows none of it.
+ */
 export function maskedUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@]*@/i, '$1:***@')
+  const at = url.lastIndexOf('@')
+  if (at === -1) return url
+  const user = /^(?:[a-z][a-z0-9+.-]*:\/\/)?[^:/@]*/i.exec(url)![0]
+  // A user without a password (`mysql://root@host`) hides nothing.
+  return user.length === at ? url : `${user}:***${url.slice(at)}`
 }
 
 /**
