@@ -114,3 +114,17 @@ t.test('MariaDB stops answering (paused, connections open): 503 within the time 
   const [rows] = await connection.query('select id from api_log where id in (?)', [okIds.map(Number)])
   t.equal((rows as unknown[]).length, okIds.length, `every one of the ${okIds.length} answered calls has its log record`)
 })
+
+t.test('a stop while MariaDB is away: the records it could not write are counted and the stop fails (the process exits 1), in bounded time', async (t) => {
+  const mariadb = await PrivateMariadb.create()
+  t.teardown(() => mariadb.destroy())
+  const service = await startService(t, { kind: 'sqlite', plugins: [probePlugin], config: { databaseUrl: mariadb.url, database: { queryTimeoutMs: 1000 }, log: { detailDays: 7, recordDays: 30, batchSize: 50, flushMs: 20, queueMax: 20000, purgeEveryMs: 60000, purgeBatch: 1000 } } })
+  t.equal((await service.call('GET', '/Probe/Echo')).status, 200, 'the key is loaded')
+  await mariadb.stop()
+  // Served from the loaded key: their records wait in the queue.
+  for (let index = 0; index < 5; index++) t.equal((await service.call('GET', '/Probe/Echo')).status, 200)
+  const started = Date.now()
+  await t.rejects(service.stop(), { message: /^\d+ call log records could not be written before shutdown \(the database did not answer for 10 s\)$/ })
+  // 10 s of retries, then the node id and the pool are given up on within their bounds.
+  t.ok(Date.now() - started < 25_000, `stopped in ${Date.now() - started} ms`)
+})

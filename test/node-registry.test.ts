@@ -21,6 +21,7 @@ import { signedHeaders, type SigningKey } from '../kernel/auth/signature.ts'
 import { nodeOfId, RequestIds } from '../kernel/callLog/requestId.ts'
 import { NodeRegistry, followNodeId } from '../kernel/cluster/nodeRegistry.ts'
 import { openDatabase } from '../kernel/storage/database.ts'
+import { CallLog } from '../kernel/callLog/callLog.ts'
 
 const repository = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const version = JSON.parse(readFileSync(join(repository, 'package.json'), 'utf8')).version as string
@@ -241,7 +242,8 @@ t.test('the registry: a takeover is noticed, the database going away is survived
   const stalled = await NodeRegistry.start(db, options)
   t.equal(stalled.nodeId, 1, 'the service holds 0')
   const requestIds = new RequestIds(stalled.nodeId)
-  followNodeId(stalled, requestIds, async () => 0, options.report)
+  const callLog = new CallLog(db, service.config.log, Date.now, () => undefined, stalled.nodeId)
+  followNodeId(stalled, requestIds, async () => 0, options.report, [callLog])
   // It could not renew its row for longer than the expiry, and a new process took its id.
   await db.updateTable('kernel_nodes').set({ last_seen: Date.now() - 60_000 }).where('node_id', '=', 1).execute()
   const successor = await NodeRegistry.start(db, options)
@@ -249,6 +251,18 @@ t.test('the registry: a takeover is noticed, the database going away is survived
   await stalled.heartbeat()
   t.equal(stalled.nodeId, 2, 'the stalled process noticed and claimed another id')
   t.equal(nodeOfId(requestIds.next()), 2, 'its request ids follow the new id')
+  // A record the successor made a moment ago under node id 1, still in its queue: the
+  // stalled process's reads wait for it as a sibling's (they took it for their own, 404).
+  const made = await service.call('GET', '/Api/Read/Acl')
+  const sourceId = Number(made.headers.get('x-requestid'))
+  let source
+  for (let waited = 0; !(source = await db.selectFrom('api_log').selectAll().where('id', '=', sourceId).executeTakeFirst()) && waited < 5000; waited += 50) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  const successorsId = new RequestIds(1).next()
+  const landing = new Promise((resolve) => setTimeout(resolve, 200)).then(() => db.insertInto('api_log').values({ ...source!, id: successorsId }).execute())
+  t.ok(await callLog.find(successorsId, Number(source!.key_id)), "read through the process that held the successor's id before")
+  await landing
   t.same(reports, ['node id 1 was taken over by another process while this one could not renew it; now node id 2'])
   await successor.heartbeat()
   t.equal(successor.nodeId, 1, 'the successor keeps its id')

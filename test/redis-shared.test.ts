@@ -269,6 +269,50 @@ t.test('Redis stopped mid-load then started again: no 5xx, per-process limits me
   for (const node of c.nodes) t.match(node.output(), /redis reachable again/)
 })
 
+t.test('Redis that stops answering but keeps its sockets open: calls and writes still answer, per process, then shared again', async (t) => {
+  if (!(await mysqlOr(t))) return
+  const redis = await privateRedis(t, await freePort())
+  const c = await cluster(t, redis.url, 2)
+  const [a, b] = c.nodes
+  const readyz = (node: Node) => fetch(`http://127.0.0.1:${node.port}/readyz`, { headers: { connection: 'close' }, signal: AbortSignal.timeout(10_000) })
+  /** A hung call fails the test (after 10 s) instead of hanging it. */
+  const answered = <T>(pending: Promise<T>) => Promise.race([pending, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no answer within 10 s')), 10_000).unref())])
+  const limited = await createKey(c, { MaxHits: '5/1Min' })
+  t.teardown(() => redis.resume())
+
+  redis.pause()
+  // Each process learns within a second or two; no call waits on the paused Redis for long.
+  t.same(await answered(countStatuses(Array.from({ length: 20 }, (_, index) => call(c.nodes[index % 2], limited.key, 'GET', '/Api/Read/Acl')))), { 200: 10, 429: 10 }, 'a rate-limited key: counted per process')
+  const created = await answered(call(a, c.admin, 'POST', '/Api/Create/Key', { Display_Name: 'made while Redis hangs', GroupId: limited.groups.map((group) => group.Id), Require_Https: 0, MaxHits: '100/1Min' }, c.today))
+  t.equal(created.status, 200, 'a write answers (its invalidation cannot wait for Redis)')
+  t.equal((await answered(call(b, { apiKey: created.json.Api_Key, secret: created.json.Api_Secret }, 'GET', '/Api/Read/Acl'))).status, 200, 'the new key works on the other process')
+  for (const node of c.nodes) {
+    await waitFor('readiness to say degraded', async () => (await readyz(node)).headers.get('keygate-degraded') === 'redis unreachable; rate limits per process', 10_000)
+    t.match(node.output(), /redis unreachable/, 'said in the service log')
+  }
+
+  redis.resume()
+  for (const node of c.nodes) await waitFor('the return to Redis', async () => (await readyz(node)).headers.get('keygate-degraded') === null, 20_000)
+  const after = await createKey(c, { MaxHits: '5/1Min' })
+  t.same(await countStatuses(Array.from({ length: 20 }, (_, index) => call(c.nodes[index % 2], after.key, 'GET', '/Api/Read/Acl'))), { 200: 5, 429: 15 }, 'shared again')
+  for (const node of c.nodes) t.match(node.output(), /redis reachable again/)
+
+  // Subscriptions cut (a blip, a Redis failover) while their command links stay up: an
+  // edit published meanwhile reaches fewer processes than serve. B had the key loaded
+  // and kept it for a minute; now the change reaches it within the stamp's 5 s.
+  const warm = await createKey(c)
+  t.equal((await call(b, warm.key, 'GET', '/Api/Read/Acl')).status, 200, 'loaded on B')
+  const { Redis } = await import('ioredis')
+  const operator = new Redis(redis.url)
+  await operator.client('KILL', 'TYPE', 'pubsub')
+  operator.disconnect()
+  const ended = await call(a, c.admin, 'POST', '/Api/Edit/Key', { KeyId: warm.id, EndDate: new Date().toUTCString() }, c.today)
+  t.equal(ended.status, 200)
+  const started = Date.now()
+  await waitFor('B to refuse the disabled key', async () => (await call(b, warm.key, 'GET', '/Api/Read/Acl')).status === 401, 8_000)
+  t.ok(Date.now() - started < 8_000, 'within the stamp\'s 5 s (and a slow machine\'s margin)')
+})
+
 t.test('Redis unreachable at start: the process starts and answers, says so once, and moves to Redis when it comes', async (t) => {
   if (!(await mysqlOr(t))) return
   const redis = await privateRedis(t, await freePort(), false)

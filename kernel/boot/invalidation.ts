@@ -14,9 +14,18 @@ export const keyPartition = (keyId: number) => `key:${keyId}`
  * cluster worker subscribes itself; the returned promise waits for the publish), else
  * in cluster mode through the primary, and for key and access changes through the
  * database's stamp too (cluster/accessStamp.ts), which the operator CLI writes; with
- * Redis, the stamp carries what Redis could not (an outage).
+ * Redis, the stamp carries what Redis could not: an outage, or a process it did not
+ * reach (Redis delivered to fewer subscribers than `subscribers` says there are: one
+ * whose link is down, or whose subscription is being made again).
  */
-export function invalidation(keys: KeyDirectory, cache: ResponseCache, cluster: ClusterLink | undefined, redis?: RedisInvalidation, stamp?: AccessStamp): (change: Invalidation) => Promise<void> {
+export function invalidation(
+  keys: KeyDirectory,
+  cache: ResponseCache,
+  cluster: ClusterLink | undefined,
+  redis?: RedisInvalidation,
+  stamp?: AccessStamp,
+  subscribers: () => Promise<number> = async () => 0,
+): (change: Invalidation) => Promise<void> {
   const apply = (change: Invalidation) => {
     if (change.kind === 'partition') return cache.invalidate(change.partition)
     if (change.kind === 'access') {
@@ -30,9 +39,11 @@ export function invalidation(keys: KeyDirectory, cache: ResponseCache, cluster: 
     redis.onChange(apply)
     return (change) => {
       apply(change)
-      // Redis away: the database's stamp carries a key or access change instead (read every few seconds).
-      return redis.publish(change).then((published) => {
-        if (!published && change.kind !== 'partition') stamp?.mark()
+      // Redis away, or a process it missed: the database's stamp carries a key or access
+      // change to it instead (read every few seconds).
+      return redis.publish(change).then(async (receivers) => {
+        if (change.kind === 'partition' || !stamp) return
+        if (receivers === null || receivers < (await subscribers().catch(() => Infinity))) stamp.mark()
       })
     }
   }

@@ -83,6 +83,13 @@ export interface Kernel {
   close(): Promise<void>
 }
 
+/** Waits for `work`, but no longer than `ms` (it goes on unwatched). */
+function atMost(ms: number, work: Promise<unknown>): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined
+  const waited = new Promise((resolve) => (timer = setTimeout(resolve, ms)))
+  return Promise.race([work, waited]).finally(() => clearTimeout(timer))
+}
+
 /** Starts one kernel instance: database, migrations, first start, plugins, pipeline. Not yet listening. */
 export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const { config } = options
@@ -138,7 +145,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     return database.insertMany('api_log', rows, { table: 'api_log_body', texts })
   }, async () => (await nodes.live()).some((server) => server.nodeId !== nodes.nodeId))
   requestIds.resumeAfter(await callLog.lastId())
-  followNodeId(nodes, requestIds, () => callLog.lastId(), report)
+  followNodeId(nodes, requestIds, () => callLog.lastId(), report, [callLog])
   callLog.startPurging()
   const auditRetention = new AuditRetention(db, clock, config.audit?.retentionDays ?? defaultAuditRetentionDays)
   auditRetention.start(60 * 60_000, report)
@@ -147,7 +154,12 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   // Key and ACL changes of other processes (the operator CLI) arrive through the database's stamp:
   // always without Redis, and with Redis for a change it could not publish.
   const accessStamp = new AccessStamp(db, report)
-  const invalidateEverywhere = invalidation(keys, cache, options.cluster, redisInvalidation, accessStamp)
+  // Every serving process subscribes, and so does this one when it serves none (the CLI).
+  const subscribers = async () => {
+    const live = await nodes.live()
+    return live.length + (live.some((server) => server.nodeId === nodes.nodeId) ? 0 : 1)
+  }
+  const invalidateEverywhere = invalidation(keys, cache, options.cluster, redisInvalidation, accessStamp, subscribers)
   const tenants = new Tenants(db, dialect, clock, config.people.timeZone)
   const events = new EventBus(db, report)
   const keyAdministration = new KeyAdministration(db, dialect, secrets, clock, {
@@ -200,14 +212,18 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     usedSignatures.stop()
     auditRetention.stop()
     await accessStamp.stop()
-    await callLog.close()
+    const lostRecords = await callLog.close()
     await metrics.close()
     for (const plugin of plugins) await plugin.close?.()
     // The operator CLI's last changes are published before the connection goes.
     await redisInvalidation?.inFlight()
     await redis?.close()
-    await nodes.release()
-    await database.close()
+    // Bounded: with the database away each would wait out a query's time limit, and the
+    // stop already waited for the call log. An id not given back expires by itself.
+    await atMost(2000, nodes.release())
+    await atMost(5000, database.close())
+    // Said last, once everything is closed: the stop then exits 1 (a supervisor sees it).
+    if (lostRecords > 0) throw new Error(`${lostRecords} call log records could not be written before shutdown (the database did not answer for 10 s)`)
   }
 
   const routes = new RouteTable(config.basePath)

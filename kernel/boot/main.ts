@@ -101,9 +101,10 @@ async function primary(config: Config, logger: Logger): Promise<void> {
   await setup.close()
   servePrimary()
   let stopping = false
-  const stopAll = () => Promise.all(Object.values(cluster.workers ?? {}).map((worker) => new Promise<void>((resolve) => {
-    if (!worker || worker.isDead()) return resolve()
-    worker.once('exit', () => resolve())
+  // Each worker's exit code: one that could not stop cleanly (call-log records it could not write) exits 1.
+  const stopAll = () => Promise.all(Object.values(cluster.workers ?? {}).map((worker) => new Promise<number>((resolve) => {
+    if (!worker || worker.isDead()) return resolve(0)
+    worker.once('exit', (code) => resolve(code ?? 0))
     worker.process.kill('SIGTERM')
   })))
   const fork = (index: number) => {
@@ -137,7 +138,9 @@ async function primary(config: Config, logger: Logger): Promise<void> {
   onStopSignal(logger, async (signal) => {
     stopping = true
     logger.info({ signal }, `keygate: ${signal}, stopping ${config.workers} workers`)
-    await stopAll()
+    const codes = await stopAll()
+    // The worker's own line says why; the primary's exit code says it to the supervisor.
+    if (codes.some((code) => code !== 0)) throw new Error('a worker did not stop cleanly (see its line above)')
   })
 }
 

@@ -38,6 +38,11 @@ export class CallLog {
     this.reads = new CallLogReads(db, this.queue, options, clock, nodeId, othersServing)
   }
 
+  /** This process now holds another node id (a fresh record under the old one is a sibling's). */
+  useNode(nodeId: number): void {
+    this.reads.useNode(nodeId)
+  }
+
   /** Told the duration of each written batch (metrics). */
   set flushObserver(observer: ((seconds: number) => void) | null) {
     this.queue.flushObserver = observer
@@ -89,9 +94,9 @@ export class CallLog {
     return this.reads.lastId()
   }
 
-  /** Stops purging, then writes every queued record (retrying through a short outage). */
-  async close(deadlineMs = 10_000): Promise<void> {
+  /** Stops purging, then writes every queued record (retrying through a short outage); how many it could not write. */
+  async close(deadlineMs = 10_000): Promise<number> {
     await this.retention.close()
-    await this.queue.close(deadlineMs)
+    return this.queue.close(deadlineMs)
   }
 }

@@ -17,9 +17,17 @@ export class CallLogReads {
     private readonly options: { flushMs: number },
     private readonly clock: () => number,
     /** This process's node id: a sibling's fresh record may still be in the sibling's queue. */
-    private readonly nodeId: number,
+    private nodeId: number,
     private readonly othersServing: () => Promise<boolean> = async () => false,
   ) {}
+
+  /**
+   * This process now holds another node id (nodeRegistry.ts): records under its old id
+   * are now made by the process that took it over, so they are waited for as a sibling's.
+   */
+  useNode(nodeId: number): void {
+    this.nodeId = nodeId
+  }
 
   async find(id: number, keyId: number): Promise<(LogRecord & { Id: number }) | undefined> {
     const queued = this.queue.queuedRecord(id)

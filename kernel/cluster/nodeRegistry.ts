@@ -251,13 +251,20 @@ export class NodeRegistry {
   }
 }
 
+/** What must know this process's node id when it changes. */
+export interface NodeFollower {
+  useNode(nodeId: number): void
+}
+
 /**
  * Keeps a process's request ids on its node id: after a change they go on under the
- * new id, continuing after the highest id in the log (as at start, D8).
+ * new id, continuing after the highest id in the log (as at start, D8). `others` (the
+ * call log's reads, which tell their own fresh records from a sibling's by it) follow too.
  */
-export function followNodeId(nodes: NodeRegistry, requestIds: RequestIds, lastLoggedId: () => Promise<number>, report: (error: unknown) => void): void {
+export function followNodeId(nodes: NodeRegistry, requestIds: RequestIds, lastLoggedId: () => Promise<number>, report: (error: unknown) => void, others: readonly NodeFollower[] = []): void {
   nodes.onChange((nodeId) => {
     requestIds.useNode(nodeId)
+    for (const other of others) other.useNode(nodeId)
     lastLoggedId().then((id) => requestIds.resumeAfter(id), report)
   })
 }

@@ -46,6 +46,15 @@ export class RedisInvalidation {
       if (message.origin !== this.origin) for (const handler of this.handlers) handler(message.change)
       this.link.commands.publish(this.ackChannel, message.id).catch(() => undefined)
     })
+    // A subscription lost and made again may have missed changes in between: everything
+    // loaded or cached may be stale, so all of it is dropped (as an ACL change would).
+    let lost = false
+    link.subscriber.on('close', () => (lost = true))
+    link.subscriber.on('ready', () => {
+      if (!lost) return
+      lost = false
+      for (const handler of this.handlers) handler({ kind: 'access' })
+    })
   }
 
   private acknowledged(id: string): void {
@@ -67,27 +76,28 @@ export class RedisInvalidation {
 
   /**
    * Resolves once every subscribed process applied it (or the bound passed), at once when
-   * Redis is away; never rejects. True when Redis took the message, false when it could not.
+   * Redis is away; never rejects. To how many subscribed processes Redis delivered it
+   * (this one's included), or null when Redis did not take it.
    */
-  publish(change: Invalidation): Promise<boolean> {
+  publish(change: Invalidation): Promise<number | null> {
     const id = `${this.origin}:${this.sequence++}`
-    const sent = new Promise<boolean>((resolve) => {
+    const sent = new Promise<number | null>((resolve) => {
       let timer: NodeJS.Timeout | undefined
-      let published = false
+      let receivers: number | null = null
       const done = () => {
         clearTimeout(timer)
         this.waiting.delete(id)
-        resolve(published)
+        resolve(receivers)
       }
       // Registered before PUBLISH: an acknowledgement may arrive (on the subscriber's
       // socket) before PUBLISH's reply does (on the command socket).
       const waiting: Waiting = { acks: 0, expected: null, done }
       this.waiting.set(id, waiting)
       this.link.commands.publish(this.channel, JSON.stringify({ id, origin: this.origin, change })).then(
-        (receivers) => {
-          published = true
-          waiting.expected = receivers
-          if (waiting.acks >= receivers) return done()
+        (delivered) => {
+          receivers = delivered
+          waiting.expected = delivered
+          if (waiting.acks >= delivered) return done()
           timer = setTimeout(done, ackTimeoutMs)
         },
         () => done(),

@@ -3,12 +3,22 @@ import type { Redis } from 'ioredis'
 import type { Logger } from '../observe/logger.ts'
 import { maskedUrl } from '../boot/config.ts'
 
+/** A command unanswered this long fails (then the call counts per process); Redis answers loopback commands in well under 1 ms. */
+const commandTimeoutMs = 1000
+/** How often the command connection is checked for a Redis that holds the socket open but answers nothing. */
+const watchEveryMs = 1000
+
 /**
  * The kernel's connections to Redis (D16): one for commands (limits, PUBLISH) and one
  * for the invalidation subscription (a subscribed connection can send nothing else).
  * Commands are never queued while Redis is away (enableOfflineQueue off): a call must
  * not wait for a reconnect, the per-process insurance limiter answers instead.
  * ioredis reconnects by itself; the outage and the return are each logged once.
+ *
+ * A Redis that stops answering without closing its sockets (paused, swapping, a host
+ * gone without a reset) is an outage too: every command is bounded (commandTimeout),
+ * and a PING a second that goes unanswered drops the connection, so calls fail fast
+ * and count per process until Redis answers again, as when it refuses connections.
  */
 export class RedisLink {
   readonly commands: Redis
@@ -16,6 +26,7 @@ export class RedisLink {
   /** null until the first connection attempt ends. */
   private up: boolean | null = null
   private closed = false
+  private readonly watch: NodeJS.Timeout
 
   constructor(url: string, private readonly logger: Logger) {
     const options = {
@@ -23,6 +34,7 @@ export class RedisLink {
       // A command on a dead socket fails fast instead of waiting for the reconnect.
       maxRetriesPerRequest: 0,
       connectTimeout: 2000,
+      commandTimeout: commandTimeoutMs,
       retryStrategy: (attempt: number) => Math.min(attempt * 200, 2000),
       lazyConnect: false,
     }
@@ -30,7 +42,8 @@ export class RedisLink {
     const { Redis } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis')
     this.commands = new Redis(url, options)
     // The subscriber keeps its offline queue: its SUBSCRIBE is replayed on every reconnect.
-    this.subscriber = new Redis(url, { ...options, enableOfflineQueue: true, maxRetriesPerRequest: null })
+    // Nor is its SUBSCRIBE timed out: sent, it holds once Redis answers, however late.
+    this.subscriber = new Redis(url, { ...options, enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined })
     const shown = maskedUrl(url)
     this.commands.on('ready', () => {
       if (this.up === true) return
@@ -58,6 +71,17 @@ export class RedisLink {
       down()
     })
     this.subscriber.on('error', () => {})
+    this.watch = setInterval(() => {
+      if (this.commands.status !== 'ready') return
+      this.commands.ping().catch((error: Error) => {
+        if (!/timed out/i.test(error.message) || this.closed) return
+        down()
+        // Reconnecting: until Redis answers the ready check, status is not 'ready', so every
+        // command (and rate-limiter-flexible's rejectIfRedisNotReady) fails at once.
+        this.commands.disconnect(true)
+      })
+    }, watchEveryMs)
+    this.watch.unref()
   }
 
   /** True while commands reach Redis. */
@@ -80,6 +104,7 @@ export class RedisLink {
 
   async close(): Promise<void> {
     this.closed = true
+    clearInterval(this.watch)
     this.commands.disconnect()
     this.subscriber.disconnect()
   }

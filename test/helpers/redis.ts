@@ -68,6 +68,9 @@ export interface PrivateRedis {
   url: string
   stop(): Promise<void>
   start(): Promise<void>
+  /** SIGSTOP: the sockets stay open and nothing is answered (a hung Redis); resume() is SIGCONT. */
+  pause(): void
+  resume(): void
 }
 
 export async function privateRedis(t: Test, port: number, startNow = true): Promise<PrivateRedis> {
@@ -82,6 +85,12 @@ export async function privateRedis(t: Test, port: number, startNow = true): Prom
         if (waited > 10_000) throw new Error('private redis-server did not start')
         await new Promise((resolve) => setTimeout(resolve, 100))
       }
+    },
+    pause() {
+      child?.kill('SIGSTOP')
+    },
+    resume() {
+      child?.kill('SIGCONT')
     },
     async stop() {
       const running = child
