@@ -328,12 +328,12 @@ export class RateLimits {
   }
 
   /**
-   * Takes one of the key's day-code attempts before its code is compared: 0 when taken,
-   * else the milliseconds until its block ends. Taken first, in one atomic step of the
-   * store, so calls in flight together (on every process, with Redis) cannot all pass a
-   * check made before any of them counted: never more than ten guesses a minute (D5, D16).
+   * Counts a wrong day code, in one atomic step of the store: 0 while it is among the
+   * key's ten of the minute, else the milliseconds until the block ends. Counted and
+   * judged at once, calls in flight together (on every process, with Redis) cannot all
+   * pass a check made before any of them counted (D5, D16).
    */
-  async dayCodeAttempt(caller: CallerKey): Promise<number> {
+  async dayCodeFailed(caller: CallerKey): Promise<number> {
     try {
       await this.dayCodeFailures.consume(caller.id)
       return 0
@@ -341,11 +341,6 @@ export class RateLimits {
       if (!(rejection instanceof RateLimiterRes)) throw rejection
       return Math.max(1, rejection.msBeforeNext)
     }
-  }
-
-  /** A right day code gives its attempt back: only wrong ones count. */
-  async dayCodeRight(caller: CallerKey): Promise<void> {
-    await this.dayCodeFailures.reward(caller.id, 1)
   }
 
   /** Milliseconds until the key's day-code block ends; 0 when it is not blocked. */

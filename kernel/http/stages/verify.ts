@@ -33,15 +33,18 @@ export function verifyStage(deps: VerifyDependencies): Stage {
     new ApiError('TOO_MANY_REQUESTS', 'Error: Too many wrong day codes; try again later.', { 'Retry-After': String(Math.ceil(blockedMs / 1000)) })
 
   async function checkDayCode(caller: CallerKey, code: string | undefined): Promise<void> {
-    if (code === undefined) {
+    // A right code (however many calls send it at once) passes unless the key is blocked.
+    if (code === undefined || verifyDayCode(daySecret, code, clock())) {
       const blockedMs = await rateLimits.dayCodeBlocked(caller)
       if (blockedMs > 0) throw tooManyGuesses(blockedMs)
-      throw unauthorized('This call needs the day code (x-apitoday).')
+      if (code === undefined) throw unauthorized('This call needs the day code (x-apitoday).')
+      return
     }
-    // The attempt is counted before the code is compared, and given back when it is right.
-    const blockedMs = await rateLimits.dayCodeAttempt(caller)
+    // A wrong one is counted in one atomic step of the store, and the answer depends on
+    // that count: past the tenth of the minute it is 429 like any call of a blocked key,
+    // so however many are sent at once, to however many processes, ten are judged.
+    const blockedMs = await rateLimits.dayCodeFailed(caller)
     if (blockedMs > 0) throw tooManyGuesses(blockedMs)
-    if (verifyDayCode(daySecret, code, clock())) return rateLimits.dayCodeRight(caller)
     // A wrong guess also spends the key's own MaxHits (D5).
     await rateLimits.consume(caller)
     throw unauthorized('The day code (x-apitoday) is wrong or expired.')
