@@ -146,6 +146,23 @@ t.test('three processes over MariaDB + Redis are one service', async (t) => {
       t.equal((await call(cc, key, 'GET', '/Api/Read/Acl')).status, 200, 'and C')
     })
 
+    await t.test('an edit one process cannot acknowledge (its link hung) also moves the database stamp', async (t) => {
+      const { id } = await createKey(c)
+      const { createConnection } = await import('mysql2/promise')
+      const connection = await createConnection(c.env.DATABASE_URL)
+      t.teardown(() => connection.end())
+      const stamp = async () => ((await connection.query("select value from kernel_settings where name = 'access_changed'"))[0] as { value: string }[])[0]?.value
+      const before = await stamp()
+      // Stopped, C keeps its sockets open: Redis counts it a receiver, but it never acknowledges.
+      cc.child.kill('SIGSTOP')
+      try {
+        t.equal((await call(a, c.admin, 'POST', '/Api/Edit/Key', { KeyId: id, Email: 'hung@example.com' }, c.today)).status, 200)
+        await waitFor('the stamp to move', async () => (await stamp()) !== before, 5_000)
+      } finally {
+        cc.child.kill('SIGCONT')
+      }
+    })
+
     await t.test('an operator ACL change (CLI) is seen by all three', async (t) => {
       const { key } = await createKey(c)
       for (const node of c.nodes) t.equal((await call(node, key, 'GET', '/Api/Read/Limits')).status, 200, 'cached on every process')

@@ -15,8 +15,8 @@ export const keyPartition = (keyId: number) => `key:${keyId}`
  * in cluster mode through the primary, and for key and access changes through the
  * database's stamp too (cluster/accessStamp.ts), which the operator CLI writes; with
  * Redis, the stamp carries what Redis could not: an outage, or a process it did not
- * reach (Redis delivered to fewer subscribers than `subscribers` says there are: one
- * whose link is down, or whose subscription is being made again).
+ * reach (fewer processes acknowledged it than `subscribers` says there are: one whose
+ * link is down or hung, or whose subscription is being made again).
  */
 export function invalidation(
   keys: KeyDirectory,
@@ -41,9 +41,9 @@ export function invalidation(
       apply(change)
       // Redis away, or a process it missed: the database's stamp carries a key or access
       // change to it instead (read every few seconds).
-      return redis.publish(change).then(async (receivers) => {
+      return redis.publish(change).then(async (applied) => {
         if (change.kind === 'partition' || !stamp) return
-        if (receivers === null || receivers < (await subscribers().catch(() => Infinity))) stamp.mark()
+        if (applied === null || applied < (await subscribers().catch(() => Infinity))) stamp.mark()
       })
     }
   }

@@ -76,18 +76,19 @@ export class RedisInvalidation {
 
   /**
    * Resolves once every subscribed process applied it (or the bound passed), at once when
-   * Redis is away; never rejects. To how many subscribed processes Redis delivered it
-   * (this one's included), or null when Redis did not take it.
+   * Redis is away; never rejects. How many processes said they applied it (this one's
+   * included; one cut off behind a hung link never says so, though Redis counts it a
+   * receiver), or null when Redis did not take it.
    */
   publish(change: Invalidation): Promise<number | null> {
     const id = `${this.origin}:${this.sequence++}`
     const sent = new Promise<number | null>((resolve) => {
       let timer: NodeJS.Timeout | undefined
-      let receivers: number | null = null
+      let published = false
       const done = () => {
         clearTimeout(timer)
         this.waiting.delete(id)
-        resolve(receivers)
+        resolve(published ? waiting.acks : null)
       }
       // Registered before PUBLISH: an acknowledgement may arrive (on the subscriber's
       // socket) before PUBLISH's reply does (on the command socket).
@@ -95,7 +96,7 @@ export class RedisInvalidation {
       this.waiting.set(id, waiting)
       this.link.commands.publish(this.channel, JSON.stringify({ id, origin: this.origin, change })).then(
         (delivered) => {
-          receivers = delivered
+          published = true
           waiting.expected = delivered
           if (waiting.acks >= delivered) return done()
           timer = setTimeout(done, ackTimeoutMs)
