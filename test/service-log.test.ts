@@ -102,6 +102,7 @@ t.test('config errors name the setting and print no secret', async (t) => {
   // No '://', or an '@' inside the password: nothing of the password shows.
   t.equal(messageOf({ DATABASE_URL: `mysql//keygate:${password}@db/keygate` }), 'invalid setting databaseUrl: must match pattern "^mysql://" (got "mysql:***@db/keygate")', 'a URL without its ://')
   t.equal(messageOf({ DATABASE_URL: `mysql://keygate:${password}@x@db:99999/keygate` }), 'invalid setting databaseUrl: not a valid URL (got "mysql://keygate:***@db:99999/keygate")', "a password with an unencoded '@'")
+  t.equal(messageOf({ DATABASE_URL: `mysql://keygate:${password}` }), 'invalid setting databaseUrl: not a valid URL (got "mysql://keygate:***")', "the '@host' forgotten: what follows the colon may be the password")
   t.equal(messageOf({ LOG_ACCESS: 'verbose' }), 'invalid setting log.access: must be equal to one of the allowed values (got "verbose")')
   t.equal(messageOf({ METRICS_PORT: '99999' }), 'invalid setting metrics.port: must be <= 65535 (got 99999)')
   const broken = join(folder, 'broken.json')

@@ -408,13 +408,23 @@ export function maskedUrl(url: string): string {
 }
 
 /**
+ * A refused URL with no `@` whose authority has a colon before something other than a
+ * port (`mysql://root:pw`, the `@host` forgotten): what follows the colon may be a
+ * password, so it is masked too. A `host:3306` stays as it is.
+ */
+function withoutLoosePassword(url: string): string {
+  if (url.includes('@')) return url
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/?#]*):(?!\d*(?:[/?#]|$))[^/?#]*/i, '$1:***')
+}
+
+/**
  * The offending value for a config error message, when printing it is safe: plain
  * scalars of settings that hold no secret; a database URL with its password masked;
  * never an object or list (one typo must not print the whole merged config).
  */
 function shownValue(where: string, value: unknown): string {
   if (secretSetting.test(where)) return ''
-  if ((where === 'databaseUrl' || where === 'redisUrl') && typeof value === 'string') return ` (got ${JSON.stringify(maskedUrl(value))})`
+  if ((where === 'databaseUrl' || where === 'redisUrl') && typeof value === 'string') return ` (got ${JSON.stringify(maskedUrl(withoutLoosePassword(value)))})`
   if (value === null || typeof value === 'number' || typeof value === 'boolean') return ` (got ${JSON.stringify(value)})`
   if (typeof value === 'string') return ` (got ${JSON.stringify(value.length > 100 ? `${value.slice(0, 100)}...` : value)})`
   return ''

@@ -88,8 +88,8 @@ function operation(route: MountedRouteInfo, cachesAnswers: boolean): object {
       ...(route.body === null ? {} : {
         413: errorAnswer('The body is over the limit (bodyLimit).'),
         415: errorAnswer('The body is not JSON (Content-Type).'),
-        417: errorAnswer('An Expect header other than 100-continue.'),
       }),
+      417: errorAnswer('An Expect header other than 100-continue.'),
       ...(route.writes ? {
         422: errorAnswer('This Idempotency-Key was already used with another request.'),
       } : {}),
