@@ -187,6 +187,12 @@ export const adminGroupName = 'Key administration'
 export interface DefaultGroup {
   name: string
   paths: { path: string; displayName: string; isPublic?: number; requireHttps?: number; requireHash?: HashMethod }[]
+  /**
+   * Besides the root admin key, every key that holds the group of this name when this
+   * group is made gets it too: on an upgrade, routes meant for every key administrator
+   * (`adminGroupName`) reach the tenant administrators made before them, and no one else.
+   */
+  alsoHeldBy?: string
 }
 
 export interface LogRecord {

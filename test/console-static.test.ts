@@ -110,3 +110,11 @@ t.test('an unbuilt folder answers 503 with a clear text; console.enabled false r
   t.ok(page.status === 200 || page.status === 503, 'the console is on by default (503 until built)')
   t.equal(page.headers['content-security-policy'], csp)
 })
+
+t.test('a base path that puts the API under the console is refused at start', async (t) => {
+  await t.rejects(startService(t, { kind: 'sqlite', config: { basePath: '/console' } }),
+    { message: /^invalid setting basePath: '\/console' puts (GET|POST) \/console\/\S+ \(plugin \w+\) under \/console\/, where static files are served; choose another basePath/ })
+  await t.rejects(startService(t, { kind: 'sqlite', config: { basePath: '/Console/v1' } }), { message: /^invalid setting basePath: '\/Console\/v1' puts/ }, 'routes match case-insensitively')
+  const beside = await startService(t, { kind: 'sqlite', config: { basePath: '/consoles' } })
+  t.equal((await beside.call('GET', '/Api/Read/Acl')).status, 200, 'a base path beside the mount is fine')
+})

@@ -36,6 +36,10 @@ t.test('usage counts the calls just made per bucket and status, for a key and fo
     const window = answer.Windows.find((row: { Window: string }) => row.Window === '1Hour')
     t.equal(window.Limit, 100)
     t.equal(window.Remain, 96, 'the key\'s own window, as it stands')
+    // A window the key has not opened frees up a whole window after its first call: 60 s for 1Min, never 61.
+    const idle = await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: 'Idle key', GroupId: String(groups[0].Id), Require_Https: 0, MaxHits: '5/1Min' } })
+    const idleUsage = await service.call('POST', '/Api/Read/Usage', { body: { KeyId: idle.json.Id } })
+    t.same(idleUsage.json.Windows, [{ Window: '1Min', Limit: 5, Remain: 5, ResetDate: idleUsage.json.Windows[0].ResetDate, TimeLeft: '60 Seconds' }])
 
     // The 30-day view sums per day.
     const days = await service.call('POST', '/Api/Read/Usage', { body: { KeyId: created.json.Id, Range: '30d' } })

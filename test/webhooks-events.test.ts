@@ -6,6 +6,9 @@
  * key.changed like the API; webhooks.maxPerTenant. On SQLite and MariaDB.
  */
 import t from 'tap'
+import { UsageEvents } from '../kernel/events/usageEvents.ts'
+import type { EventBus, KernelEvent } from '../kernel/events/events.ts'
+import type { CallerKey } from '../kernel/plugin.ts'
 import { sql } from 'kysely'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
 // The operator CLI on the service's database, with the default plugins (the webhooks outbox among them).
@@ -130,6 +133,39 @@ t.test('key.usage whose write failed is written by a later call past the thresho
     await settle(300)
     t.same(receiver.received.map((item) => item.json.data.Percent), [80, 100], 'each once')
   }))
+
+t.test('key.usage with a shared counter: only the process whose call reached a threshold tells it', async (t) => {
+  // Two processes share one Redis counter of 5/1Min. Process A's call made the count 4
+  // (80 %), B's made it 5 (100 %). Each works out the window's start from its own clock
+  // and the counter's time left: 2 ms apart, here across a half second, they round it to
+  // neighbouring seconds, so B writing 80 % too would be a second event (another once
+  // key) for one crossing.
+  const window = { count: 5, seconds: 60, label: '1Min' }
+  const caller = { id: 7, parent: 1, custno: 0, displayName: 'Shared' } as unknown as CallerKey
+  const written: KernelEvent[] = []
+  const bus = { emitAlone: async (event: KernelEvent) => { written.push(event); return 'kept' as const } } as unknown as EventBus
+  const db = null as unknown as Service['kernel']['database']['db']
+  const a = new UsageEvents(db, bus, () => 1_000_000_000)
+  const b = new UsageEvents(db, bus, () => 1_000_000_600)
+  a.counted(caller, window, null, 4, 40_499)
+  b.counted(caller, window, null, 5, 39_901)
+  b.counted(caller, window, null, 6, 39_800)
+  await settle(50)
+  t.same(written.map((event) => event.data.Percent), [80, 100], 'one event per threshold')
+  t.same(written.map((event) => event.once!.split(':').at(-2)), ['999980', '999981'], 'the two processes rounded the start apart')
+
+  // A write that failed is tried again by that process's next call past the threshold.
+  const outcomes = ['failed', 'kept', 'kept']
+  const retried: KernelEvent[] = []
+  let now = 2_000_000_000
+  const lossy = new UsageEvents(db, { emitAlone: async (event: KernelEvent) => { retried.push(event); return outcomes.shift() } } as unknown as EventBus, () => now)
+  lossy.counted(caller, window, null, 4, 50_000)
+  await settle(20)
+  now += 1500
+  lossy.counted(caller, window, null, 5, 48_500)
+  await settle(20)
+  t.same(retried.map((event) => [event.data.Percent, event.data.Used]), [[80, 4], [80, 5], [100, 5]])
+})
 
 t.test('key.expiring at 7 days and at 1 day, once each, across scans and a restart', (t) =>
   forEachDatabase(t, async (t, kind) => {

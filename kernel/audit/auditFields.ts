@@ -43,7 +43,9 @@ export function auditFields(stored: Record<string, unknown>): Record<string, unk
       fields.Refill = refillField(stored)
       continue
     }
-    fields[apiNames[column] ?? column] = dateColumns.has(column) && typeof value === 'number' ? httpDate(value) : value
+    // A key without a limit has MaxHits "" in every answer (its column holds null).
+    if (column === 'max_hits' && value === null) fields.MaxHits = ''
+    else fields[apiNames[column] ?? column] = dateColumns.has(column) && typeof value === 'number' ? httpDate(value) : value
   }
   return fields
 }

@@ -175,10 +175,22 @@ async function groupsToCreate(db: Kysely<CoreTables>, plugin: Plugin, now: numbe
   return created
 }
 
+async function holdGroup(db: Kysely<CoreTables>, keyId: number, groupId: number): Promise<void> {
+  await db.insertInto('api_key_groups').values({ key_id: keyId, group_id: groupId }).execute()
+    .catch((error) => { if (!isUniqueViolation(error)) throw error })
+}
+
+/** A new default group's `alsoHeldBy`: every key holding the group of that name holds the new one too. */
+async function giveToHoldersOf(db: Kysely<CoreTables>, holdersGroup: string, groupId: number): Promise<void> {
+  const holders = await db.selectFrom('api_key_groups').innerJoin('api_groups', 'api_groups.id', 'api_key_groups.group_id')
+    .select('api_key_groups.key_id').where('api_groups.display_name', '=', holdersGroup).execute()
+  for (const holder of holders) await holdGroup(db, Number(holder.key_id), groupId)
+}
+
 /**
  * First start (D10) and plugins enabled later: each enabled plugin's default groups are
  * created once (see groupsToCreate) and given to the root admin key, and to no other
- * key. On an empty database the root admin key is made as well.
+ * key but the holders of its `alsoHeldBy` group. On an empty database the root admin key is made as well.
  */
 export async function bootstrap(
   db: Kysely<CoreTables>,
@@ -191,7 +203,9 @@ export async function bootstrap(
     if (!plugin.defaultGroups?.length) continue
     const groups = await groupsToCreate(db, plugin, options.now)
     for (const group of groups) {
-      newGroupIds.push(await makeDefaultGroup(db, plugin.name, group))
+      const groupId = await makeDefaultGroup(db, plugin.name, group)
+      newGroupIds.push(groupId)
+      if (group.alsoHeldBy !== undefined) await giveToHoldersOf(db, group.alsoHeldBy, groupId)
       // Remembered by the name the plugin declares, under whichever name it was made.
       await markGroupMade(db, plugin.name, group.name, options.now)
     }
@@ -200,10 +214,7 @@ export async function bootstrap(
 
   const rootKeyId = await readSetting(db, rootKeySetting)
   if (rootKeyId !== undefined) {
-    for (const groupId of newGroupIds) {
-      await db.insertInto('api_key_groups').values({ key_id: Number(rootKeyId), group_id: groupId }).execute()
-        .catch((error) => { if (!isUniqueViolation(error)) throw error })
-    }
+    for (const groupId of newGroupIds) await holdGroup(db, Number(rootKeyId), groupId)
     return null
   }
   const anyKey = await db.selectFrom('api_keys').select('id').limit(1).executeTakeFirst()

@@ -1,4 +1,4 @@
-import type { Config } from './config.ts'
+import { ConfigError, type Config } from './config.ts'
 import type { KernelServices, Plugin, SealedColumn } from '../plugin.ts'
 import { isStoreOutage, openDatabase, type Database } from '../storage/database.ts'
 import { coreMigrations } from '../storage/coreMigrations.ts'
@@ -38,7 +38,7 @@ import { createLogger, errorReporter, type Logger } from '../observe/logger.ts'
 import { KernelMetrics } from '../observe/metrics.ts'
 import { accessLogStage } from '../observe/accessLog.ts'
 import { healthResponder } from '../http/health.ts'
-import { staticFilesResponder } from '../http/staticFiles.ts'
+import { hiddenRoute, staticFilesResponder } from '../http/staticFiles.ts'
 import { clientAddress } from '../http/clientAddress.ts'
 import { packageVersion } from './packageRoot.ts'
 import { RedisLink } from '../cluster/redisLink.ts'
@@ -227,6 +227,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   }
 
   const routes = new RouteTable(config.basePath)
+  const mounts = plugins.flatMap((plugin) => plugin.staticFiles?.(config) ?? [])
   try {
     for (const plugin of plugins) {
       // Each plugin's lines say which plugin wrote them.
@@ -236,6 +237,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       if (!Array.isArray(declared)) throw new PluginError(`plugin ${plugin.name}: setup must return an array of routes`)
       for (const route of declared) routes.add(plugin.name, route)
     }
+    const hidden = hiddenRoute(config.basePath, mounts, routes.routes())
+    if (hidden) throw new ConfigError(hidden)
   } catch (error) {
     await stopStarted().catch(() => {})
     // The first start's root key exists by now; this start never gets to print it.
@@ -260,7 +263,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const pipelines = buildPipelines({ config, keys, rateLimits, credits, requestIds, callLog, cache, replayGuard, signatures, idempotency, daySecret, clock, report, observers, publishing: redisInvalidation && (() => redisInvalidation.inFlight()) })
   const health = healthResponder({ ping: () => sql`select 1`.execute(db), logQueue: () => ({ queued: callLog.queued, max: config.log.queueMax }), closing: () => closing !== null,
     degraded: redis ? () => (redis.reachable ? null : 'redis unreachable; rate limits per process') : undefined })
-  const staticFiles = staticFilesResponder(plugins.flatMap((plugin) => plugin.staticFiles?.(config) ?? []))
+  const staticFiles = staticFilesResponder(mounts)
   const server = createServer({ config, routes, clock, report, pipelines, outsideBasePath: (request, response) => health(request, response) || staticFiles(request, response) })
 
   let closing: Promise<void> | null = null

@@ -186,6 +186,11 @@ if (process.argv.includes('--version') || process.argv.includes('-v')) {
       console.error(`keygate: invalid setting plugins: ${error.message}`)
       process.exit(1)
     }
+    // A setting found wrong only once the plugins' routes are known (basePath under the console).
+    if (error instanceof ConfigError) {
+      console.error(`keygate: ${error.message}`)
+      process.exit(1)
+    }
     logger.fatal({ err: error }, `keygate: could not start: ${(error as Error).message ?? error}`)
     process.exit(1)
   })

@@ -41,6 +41,8 @@ export class UsageEvents {
   private readonly told = new Map<string, number>()
   /** Once keys being written now (a busy key's next calls do not write them again meanwhile). */
   private readonly writing = new Set<string>()
+  /** Crossings this process saw but could not write (a failed or skipped write): base -> window start; later calls of that window try again. */
+  private readonly unwritten = new Map<string, number>()
   private quietUntil = 0
 
   constructor(
@@ -58,11 +60,24 @@ export class UsageEvents {
     return told !== undefined && Math.abs(told - start) <= 1
   }
 
+  private leaveUnwritten(crossing: Crossing): void {
+    if (this.unwritten.size >= rememberedMax) this.unwritten.clear()
+    this.unwritten.set(crossing.base, crossing.start)
+  }
+
+  private isUnwritten(base: string, start: number): boolean {
+    const left = this.unwritten.get(base)
+    return left !== undefined && Math.abs(left - start) <= 1
+  }
+
   /** Writes the crossings not told yet, in order; a failure stops the rest (a later call tries again). */
   private tell(crossings: Crossing[]): void {
-    if (this.clock() < this.quietUntil) return
     const due = crossings.filter((crossing) => !this.isTold(crossing.base, crossing.start) && !this.writing.has(crossing.event.once!))
     if (due.length === 0) return
+    if (this.clock() < this.quietUntil) {
+      for (const crossing of due) this.leaveUnwritten(crossing)
+      return
+    }
     for (const crossing of due) this.writing.add(crossing.event.once!)
     void (async () => {
       let failed = false
@@ -71,9 +86,11 @@ export class UsageEvents {
         if (!failed && await this.events.emitAlone(crossing.event) !== 'failed') {
           if (this.told.size >= rememberedMax) this.told.clear()
           this.told.set(crossing.base, crossing.start)
-        } else if (!failed) {
+          this.unwritten.delete(crossing.base)
+        } else {
+          if (!failed) this.quietUntil = this.clock() + retryQuietMs
           failed = true
-          this.quietUntil = this.clock() + retryQuietMs
+          this.leaveUnwritten(crossing)
         }
         this.writing.delete(crossing.event.once!)
       }
@@ -81,9 +98,12 @@ export class UsageEvents {
   }
 
   /**
-   * A counted call brought a window to `used` calls: each threshold at or below it that
-   * is not told yet is told (the first call to reach it, or a later one when its write
-   * failed).
+   * A counted call brought a window to `used` calls: a threshold is told by the call
+   * whose count is exactly its count (one call of one process, however many share the
+   * counter: the store counts atomically), or by a later call of the process whose write
+   * of it failed. Other processes past it never write it: each works out the window's
+   * start from its own clock, and two of them could round it to neighbouring seconds,
+   * two once keys for one crossing.
    */
   counted(caller: CallerKey, window: RateWindow, quota: TenantQuota | null, used: number, resetMs: number): void {
     if (used < thresholdCount(window.count, thresholds[0])) return
@@ -96,7 +116,8 @@ export class UsageEvents {
     for (const percent of thresholds) {
       if (used < thresholdCount(window.count, percent)) break
       const base = `key.usage:${subject}:${window.count}/${window.label}:${percent}`
-      // The usual case past a threshold: told already, nothing built.
+      // The usual case past a threshold: told already, or by the call that reached it.
+      if (used !== thresholdCount(window.count, percent) && !this.isUnwritten(base, start)) continue
       if (this.isTold(base, start)) continue
       crossings.push({
         base,

@@ -68,6 +68,20 @@ function unsafe(path: string): boolean {
   return path.split('/').some((segment) => segment === '..' || segment === '.') || /[\\\0]/.test(path)
 }
 
+/**
+ * Static files are looked up before the router, so a route whose full path falls under
+ * a mount (`BASE_PATH=/console`) would get the folder's index.html, never its handler:
+ * the start is refused instead. Routes match case-insensitively, so the test is too.
+ */
+export function hiddenRoute(basePath: string, mounts: readonly StaticFiles[], routes: readonly { plugin: string; route: { method: string; path: string } }[]): string | null {
+  for (const mount of mounts) {
+    const under = mount.mount.toLowerCase()
+    const hidden = routes.find(({ route }) => (basePath + route.path).toLowerCase().startsWith(under))
+    if (hidden) return `invalid setting basePath: '${basePath}' puts ${hidden.route.method} ${basePath}${hidden.route.path} (plugin ${hidden.plugin}) under ${mount.mount}, where static files are served; choose another basePath`
+  }
+  return null
+}
+
 export function staticFilesResponder(mounts: readonly StaticFiles[]): (request: IncomingMessage, response: ServerResponse) => boolean {
   const listings = new Map<StaticFiles, Map<string, StoredFile>>()
 

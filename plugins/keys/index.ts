@@ -21,8 +21,10 @@ const keysPlugin: Plugin = {
       ],
     },
     {
-      // A group of its own, so no existing key gains these paths on upgrade (bootstrap gives new groups to the root key only).
+      // A group of its own, so an operator can take it from one administrator; on an upgrade it
+      // reaches the keys that may create keys (the admin group's holders) and no other key.
       name: 'Key rotation and audit',
+      alsoHeldBy: adminGroupName,
       paths: [
         { path: '/Api/Rotate/Key', displayName: 'Rotate the secret of the keys you created, with an overlap' },
         { path: '/Api/Read/Audit', displayName: "Read your tenant's audit trail (keys that may create keys)" },

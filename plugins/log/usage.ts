@@ -72,6 +72,9 @@ async function readUsage(kernel: KernelServices, caller: CallerKey, body: UsageR
   const windows = await kernel.rateLimits.status(key)
   const tenants = await kernel.rateLimits.tenantStatus(caller)
   const credits = key.metered ? await kernel.credits.status(key.id) : noCredits
+  // TimeLeft from the moment the windows were read, not from before the usage query:
+  // an unopened 1Min window said "61 Seconds".
+  const windowsAt = kernel.clock()
   return {
     KeyId: body.KeyId ?? null,
     Range: range,
@@ -80,7 +83,7 @@ async function readUsage(kernel: KernelServices, caller: CallerKey, body: UsageR
     To: httpDate(now),
     Total: counts.reduce((sum, count) => sum + count.calls, 0),
     Calls: counts.map((count) => ({ Time: httpDate(count.bucket), Status: count.status, Count: count.calls })),
-    Windows: windowRows(fullLimitsAnswer(key, windows, tenants, credits, now)),
+    Windows: windowRows(fullLimitsAnswer(key, windows, tenants, credits, windowsAt)),
   }
 }
 

@@ -1,4 +1,4 @@
-import type { Plugin } from '../../kernel/sdk.ts'
+import { adminGroupName, type Plugin } from '../../kernel/sdk.ts'
 import { webhookMigrations } from './migrations.ts'
 import { webhookRoutes } from './routes.ts'
 
@@ -21,8 +21,10 @@ const webhooksPlugin: Plugin = {
   migrations: webhookMigrations,
   defaultGroups: [
     {
-      // A group of its own, so no existing key gains these paths on upgrade (bootstrap gives new groups to the root key only).
+      // A group of its own, so an operator can take it from one administrator; on an upgrade it
+      // reaches the keys that may create keys (the admin group's holders) and no other key.
       name: 'Webhook administration',
+      alsoHeldBy: adminGroupName,
       paths: [
         { path: '/Api/Create/Webhook', displayName: "Create webhooks for your tenant's events (keys that may create keys)" },
         { path: '/Api/Edit/Webhook', displayName: 'Change or disable your webhooks' },

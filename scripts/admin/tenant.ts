@@ -9,6 +9,7 @@ import type { Kernel } from '../../kernel/boot/kernel.ts'
 import { changeEntitlement, type Entitlement } from '../../kernel/tenants/entitlements.ts'
 import { isTimeZone } from '../../kernel/tenants/timeZone.ts'
 import { UsageError, wholeNumber } from './usageError.ts'
+import { serviceSeesIt } from './command.ts'
 import { formatMaxHits, MaxHitsError, parseMaxHits } from '../../kernel/limits/maxHits.ts'
 
 type Options = Record<string, string | string[] | boolean | undefined>
@@ -79,6 +80,11 @@ export async function tenantCommand(kernel: Kernel, words: string[], options: Op
     // The operator's own change, straight to the table: plugins can read entitlements, never set them.
     const { entitlement, changed } = await changeEntitlement(kernel.database.db, scope, change, Date.now())
     if (!changed) console.error(`admin: tenant ${scope.parent}/${scope.custno} already has these settings; nothing changed`)
+    else if (change.MaxHits !== undefined) {
+      // A running service keeps a tenant's quota with its loaded keys: they are dropped, as for an ACL change.
+      kernel.services.keys.accessChanged()
+      console.error(`admin: the tenant's MaxHits: ${serviceSeesIt(kernel)}`)
+    }
     return shown(kernel, scope, entitlement)
   }
   throw new UsageError(`tenant ${words[1] ?? ''}: expected set or show\n${tenantUsage}`)

@@ -85,7 +85,12 @@ export async function startService(t: Test, options: StartOptions): Promise<Serv
   const scratch = options.kind === 'mysql' ? await createScratchDatabase() : null
   const databaseUrl = scratch?.url ?? null
   const config = loadConfig({ port: 0, dataDir, databaseUrl, ...(options.config ?? {}) }, {})
-  const service = await launch(config, options)
+  const service = await launch(config, options).catch(async (error) => {
+    // A start the test expects to fail leaves no folder or database behind.
+    rmSync(dataDir, { recursive: true, force: true })
+    await scratch?.drop()
+    throw error
+  })
   t.teardown(async () => {
     await service.current.stop()
     rmSync(dataDir, { recursive: true, force: true })
