@@ -2,7 +2,9 @@
  * The console's Keys page in a real browser (issue 18): sign in with the admin key,
  * create a key and see its secret once (gone after a reload), call with it from Node,
  * disable it in the console and see that call refused 401, rotate another key and see
- * both secrets work during the overlap. Errors are the API's own `Error:` text.
+ * both secrets work during the overlap. Errors are the API's own `Error:` text. Start and
+ * end dates are shown and set; forms below the table come into view with the focus, which
+ * never falls to the body after an action; sign-in errors say what is wrong.
  */
 import t from 'tap'
 import { startService } from './helpers/service.ts'
@@ -179,4 +181,137 @@ t.test('without the api plugin the console says at sign-in what the service lack
   await page.getByRole('button', { name: 'Sign in' }).click()
   await page.getByText(/does not run the api plugin, which the console needs/).waitFor()
   t.pass('told to enable the api plugin, not shown a bare "Not found"')
+}))
+
+t.test('StartDate and EndDate: shown in the table, set and cleared in the forms; Disable says it replaces a planned end', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const aclReader = await groupNamed(service, 'Access list reader')
+  const planned = new Date(Date.UTC(2099, 5, 30)).toUTCString()
+  const made = await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: 'Planned end', GroupId: [aclReader], Require_Https: 0, EndDate: planned } })
+  t.equal(made.status, 200, made.text)
+  const listed = async (name: string) => ((await service.call('GET', '/Api/Read/Keys')).json as { Display_Name: string; StartDate: string | null; EndDate: string | null }[]).find((key) => key.Display_Name === name)!
+  const page = await browser.newPage({ timezoneId: 'Pacific/Auckland' })
+  await signIn(page, service)
+  await page.getByRole('row', { name: /Planned end/ }).getByText(`Active; ends ${planned}`).waitFor()
+  t.pass('the planned end date is in the table')
+
+  // Create with both dates (UTC fields, whatever the browser's time zone), then clear EndDate in Edit.
+  await page.getByRole('button', { name: 'Create key' }).click()
+  const form = page.getByRole('form', { name: 'Create a key' })
+  await form.getByLabel('Name (Display_Name)').fill('Dated key')
+  await form.getByLabel('Starts (StartDate, UTC, optional)').fill('2024-01-01T08:30')
+  await form.getByLabel('Ends (EndDate, UTC, optional)').fill('2099-12-31T23:59')
+  await form.getByLabel(/Access list reader/).check()
+  await form.getByRole('button', { name: 'Create' }).click()
+  await answerDayCode(page, service)
+  await page.getByRole('button', { name: 'I have stored it' }).click()
+  t.match(await listed('Dated key'), { StartDate: 'Mon, 01 Jan 2024 08:30:00 GMT', EndDate: 'Thu, 31 Dec 2099 23:59:00 GMT' }, 'both dates sent as UTC')
+  await page.getByRole('row', { name: /Dated key/ }).getByText('Active; ends Thu, 31 Dec 2099 23:59:00 GMT').waitFor()
+
+  await page.getByRole('button', { name: 'Edit Dated key' }).click()
+  const edit = page.getByRole('form', { name: /Edit key/ })
+  t.match(await edit.getByLabel('Starts (StartDate, UTC, optional)').inputValue(), /^2024-01-01T08:30/, 'Edit shows the StartDate')
+  t.match(await edit.getByLabel('Ends (EndDate, UTC, optional)').inputValue(), /^2099-12-31T23:59/, 'and the EndDate')
+  await edit.getByLabel('Ends (EndDate, UTC, optional)').fill('')
+  await edit.getByRole('button', { name: 'Save' }).click()
+  await page.getByText('Key saved.').waitFor()
+  t.match(await listed('Dated key'), { StartDate: 'Mon, 01 Jan 2024 08:30:00 GMT', EndDate: null }, 'EndDate cleared, StartDate untouched')
+
+  // Disable of a key with a planned end asks first, naming the date; dismissed, nothing changes.
+  let question = ''
+  page.once('dialog', (dialog) => { question = dialog.message(); void dialog.dismiss() })
+  await page.getByRole('button', { name: 'Disable Planned end' }).click()
+  t.match(question, `planned end date ${planned} is replaced by now (the audit trail keeps it)`, 'the confirm names the planned end date')
+  t.equal((await listed('Planned end')).EndDate, planned, 'dismissed: the planned end stays')
+  page.once('dialog', (dialog) => void dialog.accept())
+  await page.getByRole('button', { name: 'Disable Planned end' }).click()
+  await page.getByText(`Key "Planned end" disabled. Its planned end date ${planned} was replaced by now (the audit trail keeps it).`).waitFor()
+  t.ok(Date.parse((await listed('Planned end')).EndDate!) <= Date.now(), 'accepted: EndDate is now')
+}))
+
+t.test('Edit and Rotate open below a long table: scrolled into view and focused; the focus comes back after each action', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const aclReader = await groupNamed(service, 'Access list reader')
+  const statuses = []
+  for (let index = 1; index <= 30; index++) {
+    statuses.push((await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: `Key ${String(index).padStart(2, '0')}`, GroupId: [aclReader], Require_Https: 0 } })).status)
+  }
+  t.same(new Set(statuses), new Set([200]), '30 keys made: the table is longer than the window')
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } })
+  await signIn(page, service)
+  await page.getByRole('row', { name: /Key 30/ }).waitFor()
+  const focused = () => page.evaluate(() => { const element = document.activeElement!; return `${element.tagName} ${element.getAttribute('aria-label') ?? element.getAttribute('name') ?? element.textContent}` })
+  const inView = async (name: RegExp | string) => {
+    const box = (await page.getByRole('heading', { name, level: 2 }).boundingBox())!
+    return box.y >= 0 && box.y + box.height <= 800
+  }
+
+  await page.getByRole('button', { name: 'Edit Key 01' }).click()
+  await page.getByRole('form', { name: /Edit key/ }).waitFor()
+  await page.waitForFunction(() => document.activeElement?.getAttribute('name') === 'Display_Name')
+  t.ok(await inView(/Edit key/), 'the Edit form is scrolled into view')
+  t.equal(await focused(), 'INPUT Display_Name', 'its first field has the focus')
+  await page.getByRole('form', { name: /Edit key/ }).getByRole('button', { name: 'Cancel' }).click()
+  await page.waitForFunction(() => document.activeElement?.getAttribute('aria-label') === 'Edit Key 01')
+  t.pass('Cancel gives the focus back to the Edit button')
+
+  await page.getByRole('button', { name: 'Rotate Key 01' }).click()
+  await page.getByRole('form', { name: 'Rotate the secret' }).waitFor()
+  await page.waitForFunction(() => document.activeElement?.getAttribute('name') === 'overlap')
+  t.ok(await inView('Rotate the secret'), 'the Rotate form is scrolled into view')
+  await page.getByRole('button', { name: 'Rotate now' }).click()
+  await answerDayCode(page, service)
+  await page.getByRole('button', { name: 'I have stored it' }).click()
+  await page.waitForFunction(() => document.activeElement?.getAttribute('aria-label') === 'Rotate Key 01')
+  t.pass('"I have stored it" gives the focus back to the Rotate button')
+
+  // Disable/Enable: the button is disabled while the call runs, then replaced; the row's new one has the focus.
+  await page.getByRole('button', { name: 'Disable Key 02' }).click()
+  await page.getByText('Key "Key 02" disabled.').waitFor()
+  await page.waitForFunction(() => document.activeElement?.getAttribute('aria-label') === 'Enable Key 02')
+  await page.getByRole('button', { name: 'Enable Key 02' }).click()
+  await page.getByText('Key "Key 02" enabled').waitFor()
+  await page.waitForFunction(() => document.activeElement?.getAttribute('aria-label') === 'Disable Key 02')
+  t.pass('the focus follows Disable and Enable')
+
+  // Create key: Cancel, and "I have stored it" after a create, give the focus back to the Create key button.
+  await page.getByRole('button', { name: 'Create key' }).click()
+  await page.getByRole('form', { name: 'Create a key' }).getByRole('button', { name: 'Cancel' }).click()
+  await page.waitForFunction(() => document.activeElement?.textContent === 'Create key')
+  await page.getByRole('button', { name: 'Create key' }).click()
+  const form = page.getByRole('form', { name: 'Create a key' })
+  await form.getByLabel('Name (Display_Name)').fill('Key 31')
+  await form.getByLabel(/Access list reader/).check()
+  await form.getByRole('button', { name: 'Create' }).click()
+  await page.getByRole('button', { name: 'I have stored it' }).click()
+  await page.waitForFunction(() => document.activeElement?.textContent === 'Create key')
+  t.pass('the focus goes back to Create key')
+}))
+
+t.test('sign-in: a key or secret of spaces only, a wrong secret, a day code cancelled', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const page = await browser.newPage()
+  await page.goto(consoleUrl(service))
+  const tryKey = async (apiKey: string, secret: string) => {
+    await page.getByLabel('Api_Key').fill(apiKey)
+    await page.getByLabel('Api_Secret').fill(secret)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+  }
+  await tryKey('   ', '  ')
+  t.equal(await page.getByRole('alert').textContent(), 'Error: Api_Key and Api_Secret must not be empty.', 'said plainly, not WebCrypto\'s text')
+  t.equal(await page.evaluate(() => document.activeElement?.getAttribute('name')), 'apiKey', 'the first field has the focus')
+
+  await tryKey(service.admin.apiKey, 'wrong secret')
+  await page.getByText(/does not match.*Check the key and secret/).waitFor()
+  await page.waitForFunction(() => document.activeElement?.getAttribute('name') === 'apiKey')
+  t.pass('after a refused sign-in the focus is on the first field, not the body')
+
+  // DayPass 1: the day code is asked for at sign-in; cancelled, the key and secret are not blamed.
+  const dayPass = await insertKey(service, { day_pass: 1 }, [await groupNamed(service, 'Access list reader'), await groupNamed(service, 'Operation list reader')])
+  await tryKey(dayPass.apiKey, dayPass.secret)
+  await page.getByRole('dialog', { name: 'Day code needed' }).getByRole('button', { name: 'Cancel' }).click()
+  const error = page.getByRole('alert')
+  await error.getByText(/needs the day code/).waitFor()
+  t.notMatch(await error.textContent(), /Check the key and secret/, 'no hint that the key or secret is wrong')
+  t.match(await error.textContent(), /needs today's day code for every call, signing in too/)
 }))

@@ -84,3 +84,23 @@ t.test('a service that does not answer is said so, not with the browser\'s "Fail
   await page.getByText(/^Error: The service did not answer/).waitFor()
   t.pass('at sign-in too')
 }))
+
+t.test('a call\'s record opens below the table in view, with the focus; Close gives it back', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  for (let index = 0; index < 40; index++) await service.call('GET', '/Api/Read/Acl')
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } })
+  await signIn(page, service)
+  await page.getByRole('link', { name: 'Logs', exact: true }).click()
+  const details = page.getByRole('button', { name: /^Details of call / }).first()
+  await details.waitFor()
+  const label = await details.getAttribute('aria-label')
+  await details.click()
+  const heading = page.getByRole('heading', { name: /^Call \d+$/, level: 2 })
+  await heading.waitFor()
+  await page.waitForFunction(() => document.activeElement?.id === 'record-title')
+  const box = (await heading.boundingBox())!
+  t.ok(box.y >= 0 && box.y + box.height <= 800, `the record's heading is in view (y ${Math.round(box.y)})`)
+  await page.getByRole('button', { name: 'Close' }).click()
+  await page.waitForFunction((label) => document.activeElement?.getAttribute('aria-label') === label, label)
+  t.pass('Close gives the focus back to the request id that opened it')
+}))

@@ -48,7 +48,11 @@ export function App() {
     } catch (error) {
       if (remembered) forgetSession()
       const mismatch = error instanceof ApiError && error.status === 401 && /does not match/.test(error.message)
-      setSignInError(mismatch && !credentials.hash
+      // The day code is asked for (a key with DayPass 1) only once the key and secret are right.
+      const dayCode = error instanceof ApiError && error.status === 401 && /day code/i.test(error.message)
+      setSignInError(dayCode
+        ? `${error.message} The key and secret are right: this key (DayPass 1) needs today's day code for every call, signing in too.`
+        : mismatch && !credentials.hash
         // Every hash the browser has failed: a right secret of a key bound to md5 fails so too.
         ? `${error.message} Check the key and secret. If they are right, the key may be bound to md5 (Require_Hash 1), which the browser cannot sign (it has no HMAC-MD5); npm run call works with it.`
         : error instanceof ApiError && error.status === 401 ? `${error.message} Check the key and secret.`

@@ -1,4 +1,4 @@
-import type { ComponentChildren } from 'preact'
+import type { ComponentChildren, RefObject } from 'preact'
 import { useEffect, useRef, useState } from 'preact/hooks'
 
 /** An API error as the API wrote it (`Error: ...`), announced to screen readers. */
@@ -52,7 +52,8 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []): { data
     ).finally(() => { if (current) setLoading(false) })
     return () => { current = false }
   }, [...deps, round])
-  return { data, error, loading, reload: () => setRound((value) => value + 1) }
+  // Loading from the moment a reload is asked, so what waits for the new list does not act on the old one.
+  return { data, error, loading, reload: () => { setLoading(true); setRound((value) => value + 1) } }
 }
 
 /**
@@ -87,15 +88,48 @@ export function SecretOnce({ title, apiKey, secret, secretLabel = 'Api_Secret', 
 }
 
 /**
- * For a form that opens in place of the button that opened it: when `open` turns true its
- * first field takes the focus, which would otherwise fall to the page's body with the button.
+ * A form or detail panel opened by a button: when `open` turns truthy (or names another
+ * row) the panel is scrolled into view and its first field, or its heading (tabIndex -1)
+ * when it has no field, takes the focus (one opened below a long table seemed to do nothing). When it
+ * closes and the focus went with it to the page's body, the focus goes back to the control
+ * that opened it, or to `returnTo` when that control went too (Create key, which its form
+ * replaces).
  */
-export function useFocusOnOpen<T extends HTMLElement>(open: boolean) {
+export function useFocusOnOpen<T extends HTMLElement>(open: unknown, returnTo?: RefObject<HTMLElement>) {
   const holder = useRef<T>(null)
+  const opener = useRef<HTMLElement | null>(null)
+  const wasOpen = useRef(false)
   useEffect(() => {
-    if (open) holder.current?.querySelector<HTMLElement>('input, select, textarea')?.focus()
+    const panel = holder.current
+    if (open && panel) {
+      const active = document.activeElement
+      if (active instanceof HTMLElement && active !== document.body && !panel.contains(active)) opener.current = active
+      panel.scrollIntoView({ block: 'start' })
+      const first = panel.querySelector<HTMLElement>('input, select, textarea') ?? panel.querySelector<HTMLElement>('h2')
+      first?.focus({ preventScroll: true })
+    } else if (!open && wasOpen.current && (document.activeElement === document.body || document.activeElement === null)) {
+      const back = opener.current?.isConnected ? opener.current : returnTo?.current
+      back?.focus()
+    }
+    wasOpen.current = Boolean(open)
+    if (!open) opener.current = null
   }, [open])
   return holder
+}
+
+/**
+ * Focus for a control that a change disables or replaces (a busy button, a dismissed
+ * panel), which leaves it on the page's body: `focusNext(find)` gives it to what `find`
+ * returns once the page has rendered with `waiting` false (no call or load under way).
+ */
+export function useFocusNext(waiting: boolean): (find: () => HTMLElement | null | undefined) => void {
+  const [find, setFind] = useState<(() => HTMLElement | null | undefined) | null>(null)
+  useEffect(() => {
+    if (!find || waiting) return
+    find()?.focus()
+    setFind(null)
+  }, [find, waiting])
+  return (next) => setFind(() => next)
 }
 
 /** A labelled form field. */

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks'
+import { useEffect, useRef, useState } from 'preact/hooks'
 import { Field, ErrorText } from './components.tsx'
 import type { Credentials } from './signing.ts'
 
@@ -19,19 +19,40 @@ function keyFile(text: string): Credentials | null {
 export function SignIn({ onSignIn, error, busy }: { onSignIn: (credentials: Credentials) => void; error: string | null; busy: boolean }) {
   const [apiKey, setApiKey] = useState('')
   const [secret, setSecret] = useState('')
-  const [fileError, setFileError] = useState<string | null>(null)
+  // An error found here, before anything is sent: a file that is not a key file, a key or secret of spaces only.
+  const [formError, setFormError] = useState<string | null>(null)
   const [dragging, setDragging] = useState(false)
+  const firstField = useRef<HTMLInputElement>(null)
 
-  // The last sign-in's error stands until the key or secret changes.
+  // The last sign-in's error stands until the key or secret changes. The Sign in button
+  // was disabled while it ran, so the focus goes to the first field (the error is announced).
   const [errorShown, setErrorShown] = useState(true)
-  useEffect(() => setErrorShown(true), [error])
+  useEffect(() => {
+    setErrorShown(true)
+    if (error) firstField.current?.focus()
+  }, [error])
+  const edited = () => {
+    setErrorShown(false)
+    setFormError(null)
+  }
+
+  function submit(event: Event) {
+    event.preventDefault()
+    const credentials = { apiKey: apiKey.trim(), secret: secret.trim() }
+    // Spaces only pass `required`; signed, they would fail as WebCrypto's "HMAC key data must not be empty".
+    if (credentials.apiKey === '' || credentials.secret === '') {
+      setFormError('Error: Api_Key and Api_Secret must not be empty.')
+      firstField.current?.focus()
+      return
+    }
+    onSignIn(credentials)
+  }
 
   async function readFile(file: File | undefined) {
     if (!file) return
     const credentials = keyFile(await file.text())
-    if (!credentials) return setFileError(`Error: ${file.name} is not a key file (it needs Api_Key and Api_Secret).`)
-    setFileError(null)
-    setErrorShown(false)
+    if (!credentials) return setFormError(`Error: ${file.name} is not a key file (it needs Api_Key and Api_Secret).`)
+    edited()
     setApiKey(credentials.apiKey)
     setSecret(credentials.secret)
   }
@@ -62,12 +83,12 @@ export function SignIn({ onSignIn, error, busy }: { onSignIn: (credentials: Cred
     <main id="main" class="sign-in">
       <h1>Sign in to keygate</h1>
       <p>Use an API key and its secret, for example the admin key printed at the first start (also in <code>data/admin-key.json</code>).</p>
-      <form onSubmit={(event) => { event.preventDefault(); onSignIn({ apiKey: apiKey.trim(), secret: secret.trim() }) }}>
+      <form onSubmit={submit}>
         <Field label="Api_Key">
-          <input name="apiKey" autoComplete="off" required value={apiKey} onInput={(event) => { setApiKey(event.currentTarget.value); setErrorShown(false) }} />
+          <input name="apiKey" ref={firstField} autoComplete="off" required value={apiKey} onInput={(event) => { setApiKey(event.currentTarget.value); edited() }} />
         </Field>
         <Field label="Api_Secret">
-          <input name="secret" type="password" autoComplete="off" required value={secret} onInput={(event) => { setSecret(event.currentTarget.value); setErrorShown(false) }} />
+          <input name="secret" type="password" autoComplete="off" required value={secret} onInput={(event) => { setSecret(event.currentTarget.value); edited() }} />
         </Field>
         <div class={dragging ? 'drop-zone dragging' : 'drop-zone'}>
           <p>Or drop <code>admin-key.json</code> here, or</p>
@@ -75,7 +96,7 @@ export function SignIn({ onSignIn, error, busy }: { onSignIn: (credentials: Cred
             <input type="file" accept="application/json,.json" onChange={(event) => void readFile(event.currentTarget.files?.[0])} />
           </Field>
         </div>
-        <ErrorText error={fileError ?? (errorShown ? error : null)} />
+        <ErrorText error={formError ?? (errorShown ? error : null)} />
         <button type="submit" disabled={busy}>{busy ? 'Signing in…' : 'Sign in'}</button>
       </form>
       <p class="note">The secret stays in this tab (session storage) and signs each call here; it is never sent, stored in a cookie or put in a URL.</p>

@@ -1,6 +1,6 @@
-import { useMemo, useState } from 'preact/hooks'
+import { useMemo, useRef, useState } from 'preact/hooks'
 import type { Api } from '../api.ts'
-import { ErrorText, Field, PageTitle, SecretOnce, TableFrame, useAction, useFocusOnOpen, useLoad } from '../components.tsx'
+import { ErrorText, Field, PageTitle, SecretOnce, TableFrame, useAction, useFocusNext, useFocusOnOpen, useLoad } from '../components.tsx'
 
 /** A key as GET /Api/Read/Keys lists it (plugins/keys/listings.ts KeyListing). */
 interface KeyListing {
@@ -23,8 +23,19 @@ interface IssuedKey { Id: number; Api_Key: string; Api_Secret: string; Name: str
 
 type SortKey = 'name' | 'created' | 'status'
 
-interface KeyForm { Display_Name: string; Email: string; MaxHits: string; GroupIds: number[]; Require_Https: boolean; DayPass: boolean; LogLevel: number }
-const emptyForm: KeyForm = { Display_Name: '', Email: '', MaxHits: '', GroupIds: [], Require_Https: true, DayPass: false, LogLevel: 0 }
+/** StartDate and EndDate as the date-time fields hold them: UTC, YYYY-MM-DDTHH:MM[:SS], '' for none. */
+interface KeyForm { Display_Name: string; Email: string; MaxHits: string; StartDate: string; EndDate: string; GroupIds: number[]; Require_Https: boolean; DayPass: boolean; LogLevel: number }
+const emptyForm: KeyForm = { Display_Name: '', Email: '', MaxHits: '', StartDate: '', EndDate: '', GroupIds: [], Require_Https: true, DayPass: false, LogLevel: 0 }
+
+/** A date of the API (an HTTP-date, or null) as a UTC date-time field's value. */
+function fieldDate(date: string | null): string {
+  return date === null ? '' : new Date(date).toISOString().slice(0, 19)
+}
+
+/** A UTC date-time field's value as RFC 3339 (docs/keys.md); empty is null: no start (from now on create), no end. */
+function apiDate(value: string): string | null {
+  return value === '' ? null : `${new Date(`${value}Z`).toISOString().slice(0, 19)}Z`
+}
 
 /** The create body: what the form holds (an edit sends only what changed: changedBody). */
 function keyBody(form: KeyForm) {
@@ -32,6 +43,8 @@ function keyBody(form: KeyForm) {
     Display_Name: form.Display_Name.trim(),
     Email: form.Email.trim() === '' ? null : form.Email.trim(),
     MaxHits: form.MaxHits.trim() === '' ? null : form.MaxHits.trim(),
+    StartDate: apiDate(form.StartDate),
+    EndDate: apiDate(form.EndDate),
     GroupId: form.GroupIds,
     Require_Https: form.Require_Https ? 1 : 0,
     DayPass: form.DayPass ? 1 : 0,
@@ -55,9 +68,15 @@ function notYet(key: KeyListing): boolean {
 }
 
 function keyState(key: KeyListing): string {
-  if (key.Active) return 'Active'
-  if (notYet(key)) return `Not active yet: starts ${key.StartDate}`
+  const ends = key.EndDate ? `; ends ${key.EndDate}` : ''
+  if (key.Active) return `Active${ends}`
+  if (notYet(key)) return `Not active yet: starts ${key.StartDate}${ends}`
   return `Disabled${key.EndDate ? ` since ${key.EndDate}` : ''}`
+}
+
+/** An EndDate still to come, which Disable (EndDate now) replaces. */
+function plannedEnd(key: KeyListing): string | null {
+  return key.EndDate !== null && Date.parse(key.EndDate) > Date.now() ? key.EndDate : null
 }
 
 /** What a rotation's answer says of the old secret: an overlap of none ends it at the rotation itself. */
@@ -78,6 +97,12 @@ function KeyFields({ form, groups, onChange, idPrefix }: { form: KeyForm; groups
       </Field>
       <Field label="Rate limit (MaxHits, optional)" hint="For example 10/1Sec,1000/1Hour; empty: no limit.">
         <input name="MaxHits" maxLength={200} value={form.MaxHits} onInput={(event) => onChange({ ...form, MaxHits: event.currentTarget.value })} />
+      </Field>
+      <Field label="Starts (StartDate, UTC, optional)" hint="Empty: from now on.">
+        <input name="StartDate" type="datetime-local" step={1} value={form.StartDate} onInput={(event) => onChange({ ...form, StartDate: event.currentTarget.value })} />
+      </Field>
+      <Field label="Ends (EndDate, UTC, optional)" hint="Empty: never ends. Disable sets it to now.">
+        <input name="EndDate" type="datetime-local" step={1} value={form.EndDate} onInput={(event) => onChange({ ...form, EndDate: event.currentTarget.value })} />
       </Field>
       <Field label="Log level">
         <select name="LogLevel" value={String(form.LogLevel)} onChange={(event) => onChange({ ...form, LogLevel: Number(event.currentTarget.value) })}>
@@ -110,7 +135,7 @@ function KeyFields({ form, groups, onChange, idPrefix }: { form: KeyForm; groups
 }
 
 function formOf(key: KeyListing): KeyForm {
-  return { Display_Name: key.Display_Name, Email: key.Email ?? '', MaxHits: key.MaxHits, GroupIds: key.Groups.map((group) => group.Id), Require_Https: key.Require_Https === 1, DayPass: key.DayPass === 1, LogLevel: key.LogLevel }
+  return { Display_Name: key.Display_Name, Email: key.Email ?? '', MaxHits: key.MaxHits, StartDate: fieldDate(key.StartDate), EndDate: fieldDate(key.EndDate), GroupIds: key.Groups.map((group) => group.Id), Require_Https: key.Require_Https === 1, DayPass: key.DayPass === 1, LogLevel: key.LogLevel }
 }
 
 const overlaps = [[0, 'none (the old secret stops at once)'], [300, '5 minutes'], [3600, '1 hour'], [86_400, '1 day'], [604_800, '7 days']] as const
@@ -125,10 +150,16 @@ export function KeysPage({ api }: { api: Api }) {
   const [form, setForm] = useState<KeyForm>(emptyForm)
   const [editing, setEditing] = useState<{ id: number; original: KeyForm; form: KeyForm } | null>(null)
   const [rotating, setRotating] = useState<{ id: number; overlap: number } | null>(null)
-  const [issued, setIssued] = useState<{ title: string; key: IssuedKey } | null>(null)
+  // rotated: the key whose Rotate made the secret shown (undefined: Create key made it).
+  const [issued, setIssued] = useState<{ title: string; key: IssuedKey; rotated?: number } | null>(null)
   const [status, setStatus] = useState('')
   const action = useAction()
-  const createForm = useFocusOnOpen<HTMLFormElement>(creating)
+  const createButton = useRef<HTMLButtonElement>(null)
+  const createForm = useFocusOnOpen<HTMLFormElement>(creating, createButton)
+  const editForm = useFocusOnOpen<HTMLFormElement>(editing?.id)
+  const rotateForm = useFocusOnOpen<HTMLFormElement>(rotating?.id)
+  const focusNext = useFocusNext(action.busy || keys.loading)
+  const rowButton = (id: number, name: 'toggle' | 'rotate') => document.querySelector<HTMLElement>(`tr[data-key-id="${id}"] button[data-action="${name}"]`)
 
   const shown = useMemo(() => {
     const needle = search.trim().toLowerCase()
@@ -162,19 +193,27 @@ export function KeysPage({ api }: { api: Api }) {
       keys.reload()
     })
   }
-  const setActive = (key: KeyListing, active: boolean) => action.run(async () => {
-    // Disabling sets EndDate to now (docs/keys.md); enabling clears it.
-    await api.call('POST', '/Api/Edit/Key', { KeyId: key.Id, EndDate: active ? null : new Date().toUTCString() })
-    setStatus(`Key "${key.Display_Name}" ${active ? 'enabled' : 'disabled'}.`)
-    keys.reload()
-  })
+  const setActive = (key: KeyListing, active: boolean) => {
+    // Disabling sets EndDate to now (docs/keys.md), replacing a planned end: said before and after, never silently.
+    const planned = active ? null : plannedEnd(key)
+    if (planned && !confirm(`Disable "${key.Display_Name}" now? Its planned end date ${planned} is replaced by now (the audit trail keeps it); after Enable the key has no end date until Edit sets one.`)) return
+    // The button is disabled while the call runs and replaced after it: the focus goes to the row's new one.
+    focusNext(() => rowButton(key.Id, 'toggle'))
+    void action.run(async () => {
+      // Enabling clears EndDate.
+      await api.call('POST', '/Api/Edit/Key', { KeyId: key.Id, EndDate: active ? null : new Date().toUTCString() })
+      setStatus(active ? `Key "${key.Display_Name}" enabled, with no end date.`
+        : `Key "${key.Display_Name}" disabled.${planned ? ` Its planned end date ${planned} was replaced by now (the audit trail keeps it).` : ''}`)
+      keys.reload()
+    })
+  }
   const rotate = (event: Event) => {
     event.preventDefault()
     if (!rotating) return
     void action.run(async () => {
       const key = await api.call<IssuedKey>('POST', '/Api/Rotate/Key', { KeyId: rotating.id, OldSecretValidFor: rotating.overlap })
       setRotating(null)
-      setIssued({ title: `New secret for "${key.Name}"`, key })
+      setIssued({ title: `New secret for "${key.Name}"`, key, rotated: rotating.id })
       keys.reload()
     })
   }
@@ -189,7 +228,11 @@ export function KeysPage({ api }: { api: Api }) {
       {issued && (
         <SecretOnce title={issued.title} apiKey={issued.key.Api_Key} secret={issued.key.Api_Secret}
           note={oldSecretNote(issued.key.OldSecretEnds)}
-          onDone={() => setIssued(null)} />
+          onDone={() => {
+            const rotated = issued.rotated
+            setIssued(null)
+            focusNext(() => (rotated === undefined ? createButton.current : rowButton(rotated, 'rotate')) ?? document.querySelector('h1'))
+          }} />
       )}
       <ErrorText error={action.error ?? keys.error ?? groups.error} />
       <p role="status" class="status">{status}</p>
@@ -204,7 +247,7 @@ export function KeysPage({ api }: { api: Api }) {
             <option value="status">Active first</option>
           </select>
         </Field>
-        {mayCreate && !creating && <button type="button" onClick={() => action.switchForm(() => { setCreating(true); setForm(emptyForm) })}>Create key</button>}
+        {mayCreate && !creating && <button type="button" ref={createButton} onClick={() => action.switchForm(() => { setCreating(true); setForm(emptyForm) })}>Create key</button>}
       </div>
       {creating && (
         <form class="panel" ref={createForm} onSubmit={create} aria-labelledby="create-title">
@@ -231,9 +274,9 @@ export function KeysPage({ api }: { api: Api }) {
                 <td class="row-actions">
                   {mayEdit && <button type="button" class="secondary" aria-label={`Edit ${key.Display_Name}`} onClick={() => action.switchForm(() => setEditing({ id: key.Id, original: formOf(key), form: formOf(key) }))}>Edit</button>}
                   {mayEdit && !notYet(key) && (key.Active
-                    ? <button type="button" class="danger" aria-label={`Disable ${key.Display_Name}`} disabled={action.busy} onClick={() => void setActive(key, false)}>Disable</button>
-                    : <button type="button" class="secondary" aria-label={`Enable ${key.Display_Name}`} disabled={action.busy} onClick={() => void setActive(key, true)}>Enable</button>)}
-                  {mayRotate && <button type="button" class="secondary" aria-label={`Rotate ${key.Display_Name}`} onClick={() => action.switchForm(() => setRotating({ id: key.Id, overlap: 3600 }))}>Rotate</button>}
+                    ? <button type="button" class="danger" data-action="toggle" aria-label={`Disable ${key.Display_Name}`} disabled={action.busy} onClick={() => setActive(key, false)}>Disable</button>
+                    : <button type="button" class="secondary" data-action="toggle" aria-label={`Enable ${key.Display_Name}`} disabled={action.busy} onClick={() => setActive(key, true)}>Enable</button>)}
+                  {mayRotate && <button type="button" class="secondary" data-action="rotate" aria-label={`Rotate ${key.Display_Name}`} onClick={() => action.switchForm(() => setRotating({ id: key.Id, overlap: 3600 }))}>Rotate</button>}
                 </td>
               </tr>
             ))}
@@ -241,7 +284,7 @@ export function KeysPage({ api }: { api: Api }) {
         </TableFrame>
       )}
       {editing && (
-        <form class="panel" onSubmit={saveEdit} aria-labelledby="edit-title">
+        <form class="panel" ref={editForm} onSubmit={saveEdit} aria-labelledby="edit-title">
           <h2 id="edit-title">Edit key {editing.form.Display_Name}</h2>
           <KeyFields form={editing.form} groups={groups.data ?? []} onChange={(next) => setEditing({ ...editing, form: next })} idPrefix="edit" />
           <div class="actions">
@@ -251,7 +294,7 @@ export function KeysPage({ api }: { api: Api }) {
         </form>
       )}
       {rotating && (
-        <form class="panel" onSubmit={rotate} aria-labelledby="rotate-title">
+        <form class="panel" ref={rotateForm} onSubmit={rotate} aria-labelledby="rotate-title">
           <h2 id="rotate-title">Rotate the secret</h2>
           <p>A new secret is made now. Callers still using the old one keep working for the overlap you choose.</p>
           <Field label="Old secret keeps working for">

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks'
 import type { Api } from '../api.ts'
-import { ErrorText, Field, PageTitle, Pager, TableFrame, useAction, useLoad } from '../components.tsx'
+import { ErrorText, Field, PageTitle, Pager, TableFrame, useAction, useFocusOnOpen, useLoad } from '../components.tsx'
 
 interface HistoryAnswer { Total: number; Page: string; Calls: { Id: number; RequestTime: string; Request_Method: string; Api_Function: string; Response_Code: number; Seconds: number; Bandwidth: number }[] }
 
@@ -18,6 +18,7 @@ export function LogsPage({ api }: { api: Api }) {
   }), [applied, page])
   const [record, setRecord] = useState<Record<string, unknown> | null>(null)
   const detail = useAction()
+  const recordPanel = useFocusOnOpen<HTMLElement>(record?.Id)
   const pages = Number(history.data?.Page.split(' of ')[1] ?? 1)
   const open = (id: number) => detail.run(async () => setRecord({ Id: id, ...(await api.call<Record<string, unknown>>('POST', '/Api/Read/Log', { LogRequestId: id })) }))
   return (
@@ -46,8 +47,8 @@ export function LogsPage({ api }: { api: Api }) {
       )}
       <Pager page={page} pages={pages} onPage={setPage} />
       {record && (
-        <section class="panel" aria-labelledby="record-title">
-          <h2 id="record-title">Call {String(record.Id)}</h2>
+        <section class="panel" ref={recordPanel} aria-labelledby="record-title">
+          <h2 id="record-title" tabIndex={-1}>Call {String(record.Id)}</h2>
           <dl class="record">
             {Object.entries(record).map(([name, value]) => [<dt key={`${name}-t`}>{name}</dt>, <dd key={`${name}-d`}>{value === null ? '—' : typeof value === 'object' ? <pre>{JSON.stringify(value, null, 2)}</pre> : String(value)}</dd>])}
           </dl>
