@@ -108,3 +108,23 @@ t.test('add a webhook, see its secret once, and its deliveries', (t) => withBrow
     t.equal((await service.call('GET', '/Api/Read/Webhooks')).json[0].Disabled, 0, 'enabled again')
     await page.close()
   })))
+
+t.test('Edit of a webhook low in a long list opens in view, with the focus on its first field', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite', config: fastWebhooks })
+  const receiver = await startReceiver(t)
+  for (let index = 0; index < 15; index++) {
+    const made = await service.call('POST', '/Api/Create/Webhook', { today: true, body: { Url: `${receiver.url}?n=${index}`, Events: ['key.changed'] } })
+    t.equal(made.status, 200, made.text)
+  }
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } })
+  await signIn(page, service)
+  await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Webhooks', exact: true }).click()
+  const edit = page.getByRole('button', { name: /^Edit webhook / }).last()
+  await edit.click()
+  const heading = page.getByRole('heading', { name: /^Edit webhook \d+$/, level: 2 })
+  await heading.waitFor()
+  const box = (await heading.boundingBox())!
+  t.ok(box.y >= 0 && box.y + box.height <= 800, `the form's heading is in view (y ${Math.round(box.y)})`)
+  await page.waitForFunction(() => document.activeElement?.closest('form')?.getAttribute('aria-labelledby') === 'webhook-edit-title')
+  t.pass('the focus is in the form')
+}))

@@ -105,7 +105,7 @@ export function useFocusOnOpen<T extends HTMLElement>(open: unknown, returnTo?: 
       const active = document.activeElement
       if (active instanceof HTMLElement && active !== document.body && !panel.contains(active)) opener.current = active
       panel.scrollIntoView({ block: 'start' })
-      const first = panel.querySelector<HTMLElement>('input, select, textarea') ?? panel.querySelector<HTMLElement>('h2')
+      const first = panel.querySelector<HTMLElement>('input, select, textarea') ?? panel.querySelector<HTMLElement>('h2, h3')
       first?.focus({ preventScroll: true })
     } else if (!open && wasOpen.current && (document.activeElement === document.body || document.activeElement === null)) {
       const back = opener.current?.isConnected ? opener.current : returnTo?.current

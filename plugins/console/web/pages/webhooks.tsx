@@ -92,6 +92,7 @@ export function WebhooksPage({ api }: { api: Api }) {
   const [status, setStatus] = useState('')
   const action = useAction()
   const createForm = useFocusOnOpen<HTMLFormElement>(creating)
+  const editForm = useFocusOnOpen<HTMLFormElement>(editing?.hook.Id)
 
   const mayDeliveries = api.may('POST', '/Api/Read/Deliveries')
   const [filters, setFilters] = useState<DeliveryFilters>(noFilters)
@@ -99,6 +100,7 @@ export function WebhooksPage({ api }: { api: Api }) {
   const [page, setPage] = useState(1)
   const deliveries = useLoad(() => mayDeliveries ? api.call<DeliveriesAnswer>('POST', '/Api/Read/Deliveries', deliveryBody(applied, page)) : Promise.resolve(null), [applied, page])
   const [shown, setShown] = useState<Delivery | null>(null)
+  const deliveryPanel = useFocusOnOpen<HTMLElement>(shown?.Id)
   const pages = Math.max(1, Math.ceil((deliveries.data?.Total ?? 0) / pageSize))
 
   const create = (event: Event) => {
@@ -190,7 +192,7 @@ export function WebhooksPage({ api }: { api: Api }) {
         </TableFrame>
       )}
       {editing && (
-        <form class="panel" onSubmit={saveEdit} aria-labelledby="webhook-edit-title">
+        <form class="panel" ref={editForm} onSubmit={saveEdit} aria-labelledby="webhook-edit-title">
           <h2 id="webhook-edit-title">Edit webhook {editing.hook.Id}</h2>
           <WebhookFields form={editing.form} onChange={(next) => setEditing({ ...editing, form: next })} editing />
           <div class="actions">
@@ -245,8 +247,8 @@ export function WebhooksPage({ api }: { api: Api }) {
           )}
           <Pager page={page} pages={pages} onPage={setPage} />
           {shown && (
-            <section class="panel" aria-labelledby="delivery-title">
-              <h3 id="delivery-title">Delivery <code>{shown.Id}</code></h3>
+            <section class="panel" ref={deliveryPanel} aria-labelledby="delivery-title">
+              <h3 id="delivery-title" tabIndex={-1}>Delivery <code>{shown.Id}</code></h3>
               <dl class="record">
                 <dt>Webhook</dt><dd>{shown.WebhookId}</dd>
                 <dt>Event</dt><dd>{shown.Event}</dd>
