@@ -165,6 +165,13 @@ export interface Route<Body = any, Query = any> {
   etag?: boolean
   /** The CSV header of a record, so an answer with no records still has its header row. */
   csvColumns?: readonly string[]
+  /**
+   * JSON schema of the answer as the json format sends it (of a raw answer's own content,
+   * where that is JSON): the OpenAPI document's 200 schema, so a client sees the fields it
+   * gets, not only what it sends. Documentation only: answers are never checked against
+   * it (that would cost every call); a test holds a plugin's schemas to its answers.
+   */
+  answer?: object
   /** The answer: a value to encode, a `RawAnswer` (bytes of their own type) or a `JsonText` (JSON already as text). */
   handler(call: Call<Body, Query>): unknown | Promise<unknown>
   /** Credits a call spends from a key that has Credits (issue 16); default 1, 0 = free. */
@@ -407,6 +414,8 @@ export interface MountedRouteInfo {
   cacheSeconds: number
   body: object | null
   query: object | null
+  /** JSON schema of the json answer (Route.answer); null when the route declares none. */
+  answer: object | null
   /** Set when the route answers one fixed content type instead of json/xml/csv. */
   rawContentType: string | null
   /** It answers If-None-Match with 304 (Route.etag). */

@@ -59,6 +59,9 @@ export type { LiveServer } from './cluster/nodeRegistry.ts'
 export { schemaCheck } from './http/schemas.ts'
 export { describeSchemaError } from './http/schemaErrors.ts'
 
+// Answer schemas (Route.answer, shown in the OpenAPI document): a record whose every field is always there, and a list of them.
+export { recordListSchema, recordSchema } from './http/answerSchemas.ts'
+
 // The call log summed per time bucket and status (`kernel.callLog.usage`).
 export type { UsageCount, UsageQuery, UsageScope } from './callLog/usage.ts'
 

@@ -71,6 +71,9 @@ t.test('routes a JavaScript plugin declares wrongly are refused at start, naming
     ['no xml root', route({ xml: undefined }), /^GET \/Bad\/Read\/A of plugin bad: xml.root is required/],
     ['a body schema with $ref', route({ method: 'POST', body: { type: 'object', $defs: { s: { type: 'string' } }, properties: { a: { $ref: '#/$defs/s' } } } }),
       /^POST \/Bad\/Read\/A of plugin bad: its body schema uses \$ref; write the referenced schema out/],
+    ['an answer schema with $ref', route({ answer: { type: 'array', items: { $ref: '#/components/schemas/A' } } }),
+      /^GET \/Bad\/Read\/A of plugin bad: its answer schema uses \$ref; write the referenced schema out/],
+    ['an answer that is no schema', route({ answer: 'A list of A' }), /^GET \/Bad\/Read\/A of plugin bad: answer must be a JSON schema object$/],
     ['an invalid query schema', route({ query: { type: 'object', properties: { a: { type: 'strin' } } } }), /^GET \/Bad\/Read\/A of plugin bad: its query schema is invalid: schema is invalid/],
     ['a bad pattern', route({ query: { type: 'object', properties: { a: { type: 'string', pattern: '(' } } } }), /^GET \/Bad\/Read\/A of plugin bad: its query schema is invalid: /],
   ]

@@ -14,6 +14,7 @@ function describe(plugins: readonly Plugin[], { plugin, route, writes }: Mounted
     cacheSeconds: route.cache?.ttlSeconds ?? 0,
     body: route.body ?? null,
     query: route.query ?? null,
+    answer: route.answer ?? null,
     rawContentType: route.rawContentType ?? null,
     etag: route.etag === true,
     writes,

@@ -25,6 +25,11 @@ export class RouteTable {
     // A '*' or ':' would make find-my-way match a whole family of paths that no ACL entry names one by one.
     if (/[*:]/.test(route.path)) throw new PluginError(`${named}: a path is one fixed path (no * or :)`)
     if (typeof route.xml?.root !== 'string') throw new PluginError(`${named}: xml.root is required (the root element of its XML answers)`)
+    // Documentation only (never compiled): carried into the OpenAPI document as it is.
+    if (route.answer !== undefined) {
+      if (typeof route.answer !== 'object' || route.answer === null || Array.isArray(route.answer)) throw new PluginError(`${named}: answer must be a JSON schema object`)
+      refuseReference(named, 'answer', route.answer)
+    }
     const taken = this.mounted.find((other) => other.route.method === route.method && other.route.path.toLowerCase() === route.path.toLowerCase())
     if (taken) throw new PluginError(`${route.method} ${route.path} of plugin ${plugin} is already routed to plugin ${taken.plugin}`)
     const mounted: MountedRoute = {
@@ -55,11 +60,16 @@ export class RouteTable {
 const noQuery = { type: 'object', additionalProperties: false, properties: {} } as const
 
 /**
- * A route's schema compiled, or an error naming the route. `$ref` is refused: the OpenAPI
- * document (D15) carries each schema as it is, where a local reference cannot resolve.
+ * `$ref` is refused in a route's schemas: the OpenAPI document (D15) carries each schema
+ * as it is, where a local reference cannot resolve.
  */
-function compiled<S, T>(named: string, part: 'body' | 'query', schema: S, compile: (schema: S) => T): T {
+function refuseReference(named: string, part: 'body' | 'query' | 'answer', schema: unknown): void {
   if (JSON.stringify(schema).includes('"$ref"')) throw new PluginError(`${named}: its ${part} schema uses $ref; write the referenced schema out (the OpenAPI document carries schemas as they are)`)
+}
+
+/** A route's schema compiled, or an error naming the route. */
+function compiled<S, T>(named: string, part: 'body' | 'query', schema: S, compile: (schema: S) => T): T {
+  refuseReference(named, part, schema)
   try {
     return compile(schema)
   } catch (error) {

@@ -1,4 +1,4 @@
-import { httpDate, type CallerKey, type Entitlement, type GroupRecord, type KeyRecord, type TenantUsage } from '../../kernel/sdk.ts'
+import { httpDate, recordListSchema, recordSchema, type CallerKey, type Entitlement, type GroupRecord, type KeyRecord, type TenantUsage } from '../../kernel/sdk.ts'
 
 /** POST /account/read/user: the calling key as its owner sees it, never its secret (D14). */
 export interface UserAnswer {
@@ -77,3 +77,58 @@ export function licenseAnswer(caller: CallerKey, plugins: readonly string[], ent
     Players: usage.Players,
   }
 }
+
+/*
+ * JSON schemas of the answers above (Route.answer), for the OpenAPI document;
+ * test/openapi-answers.test.ts holds them to the real answers.
+ */
+
+const integer = { type: 'integer' }
+const text = { type: 'string' }
+const nullableText = { type: ['string', 'null'] }
+const optionalDate = { type: ['string', 'null'], description: 'An HTTP-date (D9); null when not set.' }
+const unlimited = { type: ['integer', 'null'], description: 'null = unlimited.' }
+
+export const userAnswerSchema = recordSchema({
+  Id: integer,
+  Api_Key: text,
+  Name: text,
+  Email: nullableText,
+  Phone: nullableText,
+  Parent: integer,
+  Custno: integer,
+  StartDate: optionalDate,
+  EndDate: optionalDate,
+  DayPass: integer,
+  Require_Https: integer,
+  AllowHours: { type: ['number', 'null'] },
+  ResponseFormat: text,
+  LogLevel: integer,
+  LogRaw: integer,
+  MaxHits: { type: 'string', description: 'Canonical MaxHits (D7); "" when the key has no limit.' },
+  GroupId: { type: 'string', description: 'The key\'s group ids, comma-separated.' },
+  Created: { type: 'string', description: 'An HTTP-date (D9).' },
+  Created_By: { type: ['integer', 'null'], description: 'The key that created this one; null for a key the operator made.' },
+} satisfies Record<keyof UserAnswer, object>)
+
+export const groupsAnswerSchema = recordListSchema({ Id: integer, Display_Name: text, Paths: { type: 'array', items: text } })
+
+export const licenseAnswerSchema = recordSchema({
+  Parent: integer,
+  Custno: integer,
+  Plugins: { type: 'array', items: text, description: 'The plugins enabled in this service.' },
+  MaxKeys: unlimited,
+  MaxPeople: unlimited,
+  MaxPlayers: unlimited,
+  Keys: integer,
+  People: { type: ['integer', 'null'], description: 'null when no enabled plugin keeps people.' },
+  Players: integer,
+} satisfies Record<keyof LicenseAnswer, object>)
+
+export const playersAnswerSchema = recordListSchema({
+  Id: integer,
+  Name: text,
+  DispGroup: text,
+  Location: text,
+  Last_Seen: { type: ['string', 'null'], description: 'The player\'s last GET /People/Read/Today (HTTP-date); null before its first.' },
+})

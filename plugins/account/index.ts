@@ -8,7 +8,7 @@ import { accountRoutes } from './routes.ts'
  * reads them through `kernel.keys` and `kernel.tenants`.
  *
  * - routes.ts   the four routes and their schemas
- * - answers.ts  the answer records
+ * - answers.ts  the answer records and their JSON schemas
  */
 const accountPlugin: Plugin = {
   name: 'account',

@@ -1,5 +1,5 @@
 import { defineRoute, notFound, type GroupRecord, type KernelServices, type Route } from '../../kernel/sdk.ts'
-import { licenseAnswer, userAnswer, type LicenseAnswer } from './answers.ts'
+import { groupsAnswerSchema, licenseAnswer, licenseAnswerSchema, playersAnswerSchema, userAnswer, userAnswerSchema, type LicenseAnswer } from './answers.ts'
 
 /** The POST reads take no parameters: an empty body or `{}`. */
 const emptyBody = { type: 'object', additionalProperties: false, properties: {} } as const
@@ -12,6 +12,7 @@ export function accountRoutes(kernel: KernelServices): Route[] {
       path: '/account/read/user',
       summary: 'Your own key, never its secret',
       body: emptyBody,
+      answer: userAnswerSchema,
       xml: { root: 'User' },
       async handler(call) {
         const id = call.caller.id
@@ -26,6 +27,7 @@ export function accountRoutes(kernel: KernelServices): Route[] {
       path: '/account/read/group',
       summary: 'Your groups and their paths',
       body: emptyBody,
+      answer: groupsAnswerSchema,
       xml: { root: 'Groups', item: 'Group' },
       // One CSV row per group; its paths in one cell, comma-separated.
       csv: (groups: GroupRecord[]) => groups.map((group) => ({ ...group, Paths: group.Paths.join(',') })),
@@ -35,6 +37,7 @@ export function accountRoutes(kernel: KernelServices): Route[] {
       method: 'GET',
       path: '/account/read/license',
       summary: "Your tenant's maxima and what it uses",
+      answer: licenseAnswerSchema,
       xml: { root: 'License' },
       // One CSV row; the plugin names in one cell, comma-separated.
       csv: (license: LicenseAnswer) => [{ ...license, Plugins: license.Plugins.join(',') }],
@@ -49,6 +52,7 @@ export function accountRoutes(kernel: KernelServices): Route[] {
       path: '/account/read/player',
       summary: "Your tenant's display players",
       body: emptyBody,
+      answer: playersAnswerSchema,
       xml: { root: 'Players', item: 'Player' },
       csvColumns: ['Id', 'Name', 'DispGroup', 'Location', 'Last_Seen'],
       handler: (call) => kernel.tenants.players({ parent: call.caller.parent, custno: call.caller.custno }),

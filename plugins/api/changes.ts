@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import { parse as toXml } from 'js2xmlparser'
 import { RawAnswer, defineRoute, httpDate, type HistoryEntry, type KernelServices } from '../../kernel/sdk.ts'
+import { changesAnswerSchema } from './schemas.ts'
 
 export const rssContentType = 'application/rss+xml; charset=utf-8'
 
@@ -72,6 +73,7 @@ export function changeRoutes(kernel: KernelServices) {
       // parameters (format aside): anonymous callers cannot fill the cache with variants.
       query: { type: 'object', additionalProperties: false, properties: {} },
       cache: { ttlSeconds: 86_400, partition: () => 'api:changes' },
+      answer: changesAnswerSchema,
       xml: { root: 'Changes', item: 'Change' },
       handler: () => kernel.history(),
     }),

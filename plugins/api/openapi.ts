@@ -1,4 +1,5 @@
 import { RawAnswer, defineRoute, type KernelServices, type MountedRouteInfo } from '../../kernel/sdk.ts'
+import { openApiAnswerSchema } from './schemas.ts'
 
 export const openApiContentType = 'application/json; charset=utf-8'
 
@@ -18,14 +19,49 @@ const signature = [
   '(1 md5, 2 sha1, 3 sha256, 4 sha384, 5 sha512; 0 = any of them).',
 ].join('\n')
 
+/** docs/keys.md, "Key strings and secret scanners". */
+const keyPattern = [
+  'Keys issued now are `kg_` and 28 base62 characters (`^kg_[0-9A-Za-z]{28}$`): 22 of 128 random bits, then 6 that are',
+  'the CRC32 (zlib, IEEE) of the 25 characters before them in base62 (`0-9A-Za-z`), left-padded with `0`; a key whose',
+  'checksum does not match is refused with 401 before any lookup. Keys issued by earlier versions are `kg_` and 22 base64url',
+  'characters (`^kg_[0-9A-Za-z_-]{22}$`) and keep working.',
+].join('\n')
+
 const securitySchemes = {
-  apiKey: { type: 'apiKey', in: 'header', name: 'x-apikey', description: 'The key\'s Api_Key.\n\n' + signature },
+  apiKey: { type: 'apiKey', in: 'header', name: 'x-apikey', description: 'The key\'s Api_Key.\n\n' + keyPattern + '\n\n' + signature },
   apiDate: { type: 'apiKey', in: 'header', name: 'x-apidate', description: 'The time of the call, signed: an HTTP-date (`Sun, 22 Nov 2026 08:49:37 GMT`) or RFC 3339 UTC.' },
   apiHmac: { type: 'apiKey', in: 'header', name: 'x-apihmac', description: 'The signature: lowercase hex HMAC of StringToSign with the key\'s Api_Secret (see apiKey).' },
   apiToday: { type: 'apiKey', in: 'header', name: 'x-apitoday', description: 'The day code: RFC 6238 TOTP, HMAC-SHA-1, 8 digits, a 4-hour step. Needed where the operation says so, and on every call of a key with DayPass 1.' },
 }
 
 const errorAnswer = (description: string) => ({ description, content: { 'text/plain': { schema: { type: 'string', pattern: '^Error: ' } } } })
+
+/** docs/keys.md, "How a 401 says how to authenticate": every 401 carries it (kernel/http/failure.ts). */
+const wwwAuthenticate = 'KeygateHMAC realm="keygate", items="x-apikey x-apidate x-apihmac x-apitoday"'
+
+const unauthorized = {
+  ...errorAnswer('Authentication failed; the body says what was wrong.'),
+  headers: {
+    'WWW-Authenticate': {
+      description: `The scheme and the credential items a signed call sends: \`${wwwAuthenticate}\`.`,
+      schema: { type: 'string' },
+      example: wwwAuthenticate,
+    },
+  },
+}
+
+/**
+ * The 200 of a route: its `answer` schema for the json format (or for its own content,
+ * where the route answers one fixed type); xml and csv carry the same fields.
+ */
+function answered(route: MountedRouteInfo): object {
+  const described = route.answer === null ? {} : { schema: route.answer }
+  if (route.rawContentType !== null) return { description: 'The answer.', content: { [route.rawContentType.split(';')[0]]: described } }
+  return {
+    description: 'The answer, in the format asked for. The JSON schema is the json answer\'s; XML and CSV carry the same fields (a list: one element or row per record).',
+    content: { 'application/json': described, 'application/xml': {}, 'text/csv': {} },
+  }
+}
 
 const formatParameter = {
   name: 'format',
@@ -56,9 +92,6 @@ function queryParameters(schema: object | null): object[] {
 function operation(route: MountedRouteInfo, cachesAnswers: boolean): object {
   const signed: Record<string, string[]> = { apiKey: [], apiDate: [], apiHmac: [] }
   if (route.dayCode) signed.apiToday = []
-  const answers = route.rawContentType === null
-    ? { 'application/json': {}, 'application/xml': {}, 'text/csv': {} }
-    : { [route.rawContentType.split(';')[0]]: {} }
   return {
     operationId: operationId(route),
     summary: route.summary ?? `${route.method} ${route.path}`,
@@ -76,10 +109,10 @@ function operation(route: MountedRouteInfo, cachesAnswers: boolean): object {
     ...(route.body === null ? {} : { requestBody: { required: route.bodyRequired, content: { 'application/json': { schema: route.body } } } }),
     // Every status D6 gives a call of this kind: 304 where the answer carries an ETag, 413/415 where there is a body.
     responses: {
-      200: { description: 'The answer, in the format asked for.', content: answers },
+      200: answered(route),
       ...(route.etag ? { 304: { description: 'Not modified: If-None-Match named the current ETag.' } } : {}),
       400: errorAnswer('Invalid JSON, query or body.'),
-      401: errorAnswer('Authentication failed.'),
+      401: unauthorized,
       403: errorAnswer('The ACL does not allow this path, or HTTPS is required.'),
       404: errorAnswer('No such object of yours (an id not found, or another tenant\'s), or the route\'s plugin is disabled.'),
       ...(route.writes ? {
@@ -130,6 +163,7 @@ export function openApiRoutes(kernel: KernelServices) {
       path: '/Api/Read/OpenApi',
       xml: { root: 'OpenApi' },
       rawContentType: openApiContentType,
+      answer: openApiAnswerSchema,
       handler: () => {
         document ??= Buffer.from(JSON.stringify(openApiDocument(kernel.routes(), kernel.version, kernel.config.basePath, kernel.config.cache.responses)))
         return new RawAnswer(openApiContentType, document)

@@ -1,4 +1,5 @@
 import { defineRoute, type AclEntry, type CallerKey, type KernelServices, type MountedRouteInfo } from '../../kernel/sdk.ts'
+import { operationsAnswerSchema } from './schemas.ts'
 
 /** One entry of GET /Api/Read/List (D14). */
 export interface Operation {
@@ -79,6 +80,7 @@ export function operationRoutes(kernel: KernelServices) {
     defineRoute({
       method: 'GET',
       path: '/Api/Read/List',
+      answer: operationsAnswerSchema,
       xml: { root: 'Operations', item: 'Operation' },
       handler: (call) => {
         const list = listFor(call.caller)

@@ -1,4 +1,5 @@
 import { adminGroupName, defineRoute, httpDate, type DefaultGroup, type KernelServices, type Route } from '../../kernel/sdk.ts'
+import { serversAnswerSchema } from './schemas.ts'
 
 /**
  * GET /Api/Read/Servers (D14, D16): the live processes of the service, those whose
@@ -20,6 +21,7 @@ export function serversRoute(kernel: KernelServices): Route {
   return defineRoute({
     method: 'GET',
     path: serversPath,
+    answer: serversAnswerSchema,
     xml: { root: 'Servers', item: 'Server' },
     handler: async () =>
       (await kernel.servers.live()).map((server) => ({

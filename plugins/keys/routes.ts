@@ -1,5 +1,5 @@
 import { defineRoute, type KernelServices, type Route } from '../../kernel/sdk.ts'
-import { createKeyBodySchema, editKeyBodySchema, readGroupsBodySchema, rotateKeyBodySchema, type CreateKeyBody, type EditKeyBody, type RotateKeyBody } from './schemas.ts'
+import { auditAnswerSchema, createKeyBodySchema, editKeyBodySchema, groupsAnswerSchema, keyAnswerSchema, keysAnswerSchema, readGroupsBodySchema, rotateKeyBodySchema, rotatedKeyAnswerSchema, type CreateKeyBody, type EditKeyBody, type RotateKeyBody } from './schemas.ts'
 import { rotateKey } from './rotateKey.ts'
 import { readAuditTrail } from './readAudit.ts'
 import { readAuditBodySchema, type ReadAuditBody } from './schemas.ts'
@@ -18,6 +18,7 @@ export function keyRoutes(kernel: KernelServices): Route[] {
       path: '/Api/Create/Key',
       dayCode: true,
       body: createKeyBodySchema,
+      answer: keyAnswerSchema,
       xml: { root: 'Key' },
       handler: (call) => createKey(kernel, call),
     }),
@@ -28,6 +29,7 @@ export function keyRoutes(kernel: KernelServices): Route[] {
       body: editKeyBodySchema,
       // KeyId or ApiKey, which no schema keyword says with our error texts.
       bodyRequired: true,
+      answer: keyAnswerSchema,
       xml: { root: 'Key' },
       handler: (call) => editKey(kernel, call),
     }),
@@ -36,6 +38,7 @@ export function keyRoutes(kernel: KernelServices): Route[] {
       path: '/Api/Rotate/Key',
       dayCode: true,
       body: rotateKeyBodySchema,
+      answer: rotatedKeyAnswerSchema,
       xml: { root: 'Key' },
       handler: (call) => rotateKey(kernel, call),
     }),
@@ -43,6 +46,7 @@ export function keyRoutes(kernel: KernelServices): Route[] {
       method: 'POST',
       path: '/Api/Read/Audit',
       body: readAuditBodySchema,
+      answer: auditAnswerSchema,
       xml: { root: 'Audit', item: 'Record', list: 'Records' },
       csvColumns: ['Id', 'At', 'Who', 'Parent', 'Custno', 'Action', 'KeyId', 'Before', 'After', 'RequestId'],
       // CSV is one row per record; the totals go to headers as for other paged lists (D12).
@@ -56,6 +60,7 @@ export function keyRoutes(kernel: KernelServices): Route[] {
     defineRoute({
       method: 'GET',
       path: '/Api/Read/Groups',
+      answer: groupsAnswerSchema,
       xml: { root: 'Groups', item: 'Group' },
       csv: groupRows,
       handler: (call) => readGroups(kernel, call),
@@ -64,6 +69,7 @@ export function keyRoutes(kernel: KernelServices): Route[] {
       method: 'POST',
       path: '/Api/Read/Groups',
       body: readGroupsBodySchema,
+      answer: groupsAnswerSchema,
       xml: { root: 'Groups', item: 'Group' },
       csv: groupRows,
       handler: (call) => readGroups(kernel, call),
@@ -71,6 +77,7 @@ export function keyRoutes(kernel: KernelServices): Route[] {
     defineRoute({
       method: 'GET',
       path: '/Api/Read/Keys',
+      answer: keysAnswerSchema,
       xml: { root: 'Keys', item: 'Key' },
       csvColumns: keyListingColumns,
       xmlValue: keysWithGroupItems,

@@ -1,9 +1,11 @@
 /**
- * JSON schemas of the keys plugin's request bodies (interface 2.1, 4.1, 4.2). The
+ * JSON schemas of the keys plugin's request bodies (interface 2.1, 4.1, 4.2), and of
+ * its answers at the end (Route.answer, for the OpenAPI document). The
  * kernel compiles each once at start and answers the first violation as a 400 that
  * names the field. Rules that span fields, or need the caller or the database, are
  * checked by the handlers (keyInput.ts, groupRules.ts, tenantScope.ts).
  */
+import { recordListSchema, recordSchema } from '../../kernel/sdk.ts'
 
 // Column sizes of api_keys (coreMigrations.ts); a longer value must be a 400, not a
 // database error.
@@ -166,3 +168,84 @@ export interface ReadAuditBody {
   to?: string
   page?: number
 }
+
+/*
+ * JSON schemas of the answers (Route.answer): what the OpenAPI document shows a client
+ * gets, built from keyAnswer.ts, rotateKey.ts, listings.ts and the kernel's audit
+ * records. test/openapi-answers.test.ts holds them to the real answers.
+ */
+
+const integer = { type: 'integer' }
+const text = { type: 'string' }
+const nullableText = { type: ['string', 'null'] }
+const nullableInteger = { type: ['integer', 'null'] }
+const httpDateText = { type: 'string', description: 'An HTTP-date (D9).' }
+const nullableHttpDate = { type: ['string', 'null'], description: 'An HTTP-date (D9); null when not set.' }
+const apiKeyText = { type: 'string', description: 'The key string: `kg_` and 28 base62 characters (older keys: `kg_` and 22 base64url characters).' }
+const maxHitsText = { type: 'string', description: 'Canonical MaxHits (D7); "" when the key has no limit.' }
+
+const keyAnswerProperties = {
+  Id: integer,
+  Api_Key: apiKeyText,
+  Api_Secret: { type: 'string', description: 'The secret: shown here only, never in a listing.' },
+  Name: text,
+  MaxHits: maxHitsText,
+}
+
+/** POST /Api/Create/Key and /Api/Edit/Key. */
+export const keyAnswerSchema = recordSchema(keyAnswerProperties)
+
+/** POST /Api/Rotate/Key: the new secret, and until when the old one still signs. */
+export const rotatedKeyAnswerSchema = recordSchema({
+  ...keyAnswerProperties,
+  OldSecretEnds: { type: 'string', description: 'Until this HTTP-date a call signed with the old secret still passes.' },
+})
+
+const auditFields = { type: ['object', 'null'], description: 'The fields as the API names them; dates as HTTP-dates. Never a secret.' }
+
+/** POST /Api/Read/Audit: one page of the tenant's administrative changes, newest first. */
+export const auditAnswerSchema = recordSchema({
+  Total: integer,
+  Page: integer,
+  Records: recordListSchema({
+    Id: integer,
+    At: httpDateText,
+    Who: { type: ['integer', 'string'], description: 'The key that made the change, or "operator" (the CLI on the server).' },
+    Parent: integer,
+    Custno: integer,
+    Action: { type: 'string', description: 'e.g. key.create, key.edit, key.rotate, webhook.edit.' },
+    KeyId: nullableInteger,
+    Before: auditFields,
+    After: auditFields,
+    RequestId: nullableInteger,
+  }),
+})
+
+/** GET/POST /Api/Read/Groups: the groups the caller may assign. */
+export const groupsAnswerSchema = recordListSchema({ Id: integer, Display_Name: text, Paths: { type: 'array', items: text } })
+
+/** GET /Api/Read/Keys: the keys the caller created, never a secret. */
+export const keysAnswerSchema = recordListSchema({
+  Id: integer,
+  Api_Key: apiKeyText,
+  Display_Name: text,
+  Email: nullableText,
+  Phone: nullableText,
+  Parent: integer,
+  Custno: integer,
+  StartDate: nullableHttpDate,
+  EndDate: nullableHttpDate,
+  Active: { type: 'integer', enum: [0, 1], description: '1 when the key works now: StartDate <= now < EndDate.' },
+  DayPass: integer,
+  Require_Https: integer,
+  AllowHours: { type: ['number', 'null'] },
+  ResponseFormat: text,
+  LogLevel: integer,
+  LogRaw: integer,
+  MaxHits: maxHitsText,
+  Require_Hash: nullableInteger,
+  Groups: recordListSchema({ Id: integer, Display_Name: text }),
+  Created: httpDateText,
+  Credits: { type: ['integer', 'null'], description: 'Calls left now (a due refill counted); null = unlimited.' },
+  Refill: { ...recordSchema({ Amount: integer, Every: { type: 'string', enum: ['1Day', '1Mon'] } }), type: ['object', 'null'] },
+})

@@ -2,6 +2,7 @@ import { badRequest, defineRoute, notFound, parseInputDate, parseInputDateUntil,
 import { levelsGroup, levelsRoute } from './levels.ts'
 import { fullLimitsAnswer, noCredits, windowRows, type FullLimits } from './limits.ts'
 import { usageGroup, usageRoute } from './usage.ts'
+import { historyAnswerSchema, limitsAnswerSchema, logAnswerSchema } from './schemas.ts'
 
 export { timeLeftText } from './limits.ts'
 
@@ -137,6 +138,7 @@ const logPlugin: Plugin = {
         path: '/Api/Read/Log',
         body: logRequestSchema,
         cache: { ttlSeconds: logReadTtlSeconds, partition: (call) => kernel.cache.keyPartition(call.caller.id) },
+        answer: logAnswerSchema,
         xml: { root: 'Log' },
         handler: (call) => readLog(kernel, call.caller, call.body),
       }),
@@ -144,6 +146,7 @@ const logPlugin: Plugin = {
         method: 'POST',
         path: '/Api/Read/History',
         body: historySchema,
+        answer: historyAnswerSchema,
         xml: { root: 'History', item: 'Call', list: 'Calls' },
         csvColumns: ['Id', 'RequestTime', 'Request_Method', 'Api_Function', 'Api_Acl', 'Response_Code', 'Seconds', 'Bandwidth'],
         // CSV is one row per call; the totals go to headers as for other paged lists (D12).
@@ -157,6 +160,7 @@ const logPlugin: Plugin = {
       defineRoute({
         method: 'GET',
         path: '/Api/Read/Limits',
+        answer: limitsAnswerSchema,
         // A window's label (`10/1Sec`) is no XML element name: in XML and CSV each window
         // is an item with its label in Window.
         xml: { root: 'Limits', item: 'Window' },

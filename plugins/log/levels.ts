@@ -1,4 +1,5 @@
 import { defineRoute, type DefaultGroup, type Route } from '../../kernel/sdk.ts'
+import { levelsAnswerSchema } from './schemas.ts'
 
 /**
  * GET /Access/Level/List (D14): the log levels a call can have (the key's LogLevel or
@@ -36,6 +37,7 @@ export function levelsRoute(): Route {
   return defineRoute({
     method: 'GET',
     path: levelsPath,
+    answer: levelsAnswerSchema,
     xml: { root: 'LogLevels', item: 'LogLevel' },
     // One CSV row per level; its field list as one cell.
     csv: (levels: LogLevel[]) => levels.map((level) => ({ ...level, Stores: level.Stores.join(',') })),

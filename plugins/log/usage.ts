@@ -1,5 +1,6 @@
 import { defineRoute, httpDate, notFound, parseMaxHits, type CallerKey, type DefaultGroup, type KernelServices, type UsageScope } from '../../kernel/sdk.ts'
 import { fullLimitsAnswer, noCredits, windowRows } from './limits.ts'
+import { usageAnswerSchema } from './schemas.ts'
 
 /**
  * POST /Api/Read/Usage (issue 18, the console's Usage page): the calls of one key (the
@@ -92,6 +93,7 @@ export function usageRoute(kernel: KernelServices) {
     method: 'POST',
     path: usagePath,
     body: usageSchema,
+    answer: usageAnswerSchema,
     xml: { root: 'Usage', item: 'Call', list: 'Calls' },
     // CSV: one row per bucket and status; the totals go to headers as for other paged lists (D12).
     csv: (result: UsageAnswer, call) => {

@@ -77,6 +77,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       body: schemas.listBody,
       query: schemas.listQuery,
       cache: listingCache,
+      answer: schemas.listingAnswer,
       xml: { root: 'People', item: 'Person', list: 'People' },
       csv: listingRows,
       csvColumns: personRecordFields,
@@ -105,6 +106,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       summary: 'People without a photo, paged',
       query: schemas.missingQuery,
       cache: listingCache,
+      answer: schemas.listingAnswer,
       xml: { root: 'People', item: 'Person', list: 'People' },
       csv: listingRows,
       csvColumns: personRecordFields,
@@ -119,6 +121,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       path: '/People/Read/Today',
       summary: "Today's birthdays and work anniversaries in your tenant's time zone",
       query: schemas.todayQuery,
+      answer: schemas.todayAnswer,
       xml: { root: 'Today', item: 'Person' },
       csvColumns: [...personRecordFields, 'Occasion', 'Years'],
       async handler(call) {
@@ -151,6 +154,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       body: schemas.changeBody,
       // Id to change a person, LastName to create one: never nothing.
       bodyRequired: true,
+      answer: schemas.personAnswer,
       xml: { root: 'Person' },
       async handler(call) {
         const { Id, ...input } = call.body
@@ -169,6 +173,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       summary: "Set one person's photo (an image or a location)",
       body: schemas.photoBody,
       bodyLimit: largeBodyLimit,
+      answer: schemas.personAnswer,
       xml: { root: 'Person' },
       async handler(call) {
         const { Id, Photo, Image, Type } = call.body
@@ -192,6 +197,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       path: '/People/Update/OneRemove',
       summary: 'Delete one person',
       body: schemas.idBody,
+      answer: schemas.personAnswer,
       xml: { root: 'Person' },
       handler: async (call) => changed(call, await setPersonColumns(db, scopeOf(call.caller), call.body.Id, { deleted: 1 }, kernel.clock(), records)),
     }),
@@ -200,6 +206,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       path: '/People/Update/OneRecall',
       summary: 'Undelete one person',
       body: schemas.idBody,
+      answer: schemas.personAnswer,
       xml: { root: 'Person' },
       handler: async (call) => changed(call, await recallPerson(db, scopeOf(call.caller), call.body.Id, kernel.clock(), room, records)),
     }),
@@ -208,6 +215,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       path: '/People/Update/OneTerminate',
       summary: 'Terminate one person (TermDate)',
       body: schemas.terminateBody,
+      answer: schemas.personAnswer,
       xml: { root: 'Person' },
       async handler(call) {
         const now = kernel.clock()
@@ -225,6 +233,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       path: '/people/update/importinit',
       summary: 'Start a bulk import',
       body: schemas.importInitBody,
+      answer: schemas.importStartAnswer,
       xml: { root: 'Import' },
       handler: (call) => startImport(db, scopeOf(call.caller), call.caller.id, kernel.clock()),
     }),
@@ -234,6 +243,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       summary: 'Import one batch of people (JSON or CSV)',
       body: schemas.importMassBody,
       bodyLimit: largeBodyLimit,
+      answer: schemas.importBatchAnswer,
       xml: { root: 'ImportBatch', item: 'Rejection', list: 'Rejections' },
       async handler(call) {
         const scope = scopeOf(call.caller)
@@ -248,6 +258,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       path: '/people/update/importterm',
       summary: 'Finish a bulk import, terminating the people it did not name',
       body: schemas.importTermBody,
+      answer: schemas.importSummaryAnswer,
       xml: { root: 'Import', item: 'Rejection', list: 'Rejections' },
       async handler(call) {
         const scope = scopeOf(call.caller)

@@ -1,9 +1,10 @@
-import { personFieldProperties } from './fields.ts'
-import { listingProperties } from './listing.ts'
-import { maxBatchRows } from './import.ts'
+import { recordListSchema, recordSchema } from '../../kernel/sdk.ts'
+import { personFieldProperties, personRecordFields } from './fields.ts'
+import { listingProperties, noPeopleFound } from './listing.ts'
+import { maxBatchRows, maxListedRejections } from './import.ts'
 
 /**
- * JSON schemas of the routes' query strings and bodies. The kernel compiles each once
+ * JSON schemas of the routes' query strings and bodies (their answers' at the end). The kernel compiles each once
  * at start and answers 400 naming the field for anything that does not fit, so the
  * handlers only ever see well-formed input. (Import rows are the exception: they are
  * checked one by one in import.ts, so one bad row does not reject its batch.)
@@ -114,3 +115,77 @@ export const photoQuery = {
   properties: { Id: id },
   allOf: [{ additionalProperties: false, properties: { Id: {} } }],
 } as const
+
+/*
+ * JSON schemas of the answers (Route.answer): what the OpenAPI document shows a client
+ * gets, built from fields.ts (personRecord), listing.ts, today.ts and import.ts.
+ * test/openapi-answers.test.ts holds them to the real answers.
+ */
+
+const integer = { type: 'integer' }
+const text = { type: 'string' }
+
+/** Fields of the person record that are not plain text ("" when empty). */
+const recordFieldSchemas: Record<string, object> = {
+  Id: integer,
+  Created: { type: 'string', description: 'An HTTP-date (D9).' },
+  Deleted: { type: 'integer', description: '1: deleted (OneRemove); listed only when asked for.' },
+  Parent: integer,
+  Custno: integer,
+  Gender: { type: 'string', description: 'M, F or U.' },
+  Birthday: { type: 'string', description: 'YYYY-MM-DD, perhaps with an invalid year (0000); "" when not set.' },
+  HireDate: { type: 'string', description: 'YYYY-MM-DD; "" when not set.' },
+  TermDate: { type: 'string', description: 'YYYY-MM-DD; "" when not set.' },
+  DateLast: { type: 'string', description: 'An HTTP-date; "" when not set.' },
+  DateEdit: { type: 'string', description: 'An HTTP-date: the last change.' },
+}
+
+/** The person record of interface 2.4, in its field order: every field always there, text fields "" when empty. */
+const personProperties = Object.fromEntries(personRecordFields.map((name) => [name, recordFieldSchemas[name] ?? text]))
+
+/** The answer of every single-person write. */
+export const personAnswer = recordSchema(personProperties)
+
+const listingFields = {
+  Total: integer,
+  Page: { type: 'string', description: '"<page> of <pages>".' },
+  Sort: { type: 'string', description: 'The sort as applied.' },
+  Filter: { type: 'string', description: 'The filter as applied.' },
+  People: {
+    anyOf: [{ type: 'array', items: personAnswer }, { type: 'string', const: noPeopleFound }],
+    description: `The page's people, or "${noPeopleFound}".`,
+  },
+}
+
+/** GET /People/Read/Missing and POST /people/read/list|filtered|sorted (D11); Next only where a page follows. */
+export const listingAnswer = {
+  ...recordSchema(listingFields),
+  properties: { ...listingFields, Next: { type: 'string', description: 'The cursor of the next page (its `after`); left out on the last page.' } },
+}
+
+/** GET /People/Read/Today: birthdays first, then anniversaries, each by name. */
+export const todayAnswer = recordListSchema({
+  ...personProperties,
+  Occasion: { type: 'string', enum: ['Birthday', 'Anniversary'] },
+  Years: { type: ['integer', 'null'], description: 'Full years since HireDate for an anniversary; null for a birthday.' },
+})
+
+/** POST /people/update/importinit. */
+export const importStartAnswer = recordSchema({ ImportId: integer })
+
+const rejection = { Row: { type: 'integer', description: 'The row\'s number in the batch, from 1.' }, Source_Id: text, Reason: text }
+const importCounts = { ImportId: integer, Added: integer, Changed: integer, Unchanged: integer, Rejected: integer }
+
+/** POST /people/update/importmass: what one batch did, every rejected row listed. */
+export const importBatchAnswer = recordSchema({ ...importCounts, Batch: integer, Rows: integer, Rejections: recordListSchema(rejection) })
+
+/** POST /people/update/importterm: the whole import's counts, the first rejections listed. */
+export const importSummaryAnswer = recordSchema({
+  ...importCounts,
+  Batches: integer,
+  Terminated: integer,
+  Rejections: {
+    ...recordListSchema({ Batch: integer, ...rejection }),
+    description: `The first ${maxListedRejections} rejected rows, by batch and row (Rejected counts them all).`,
+  },
+})

@@ -1,6 +1,6 @@
 import { defineRoute, type KernelServices, type Route } from '../../kernel/sdk.ts'
 import type { WebhookTables } from './tables.ts'
-import { createWebhookBodySchema, editWebhookBodySchema, readDeliveriesBodySchema, type CreateWebhookBody, type EditWebhookBody, type ReadDeliveriesBody } from './schemas.ts'
+import { createdWebhookAnswerSchema, createWebhookBodySchema, deliveriesAnswerSchema, editedWebhookAnswerSchema, editWebhookBodySchema, readDeliveriesBodySchema, webhooksAnswerSchema, type CreateWebhookBody, type EditWebhookBody, type ReadDeliveriesBody } from './schemas.ts'
 import { WebhookAdmin, webhookColumns } from './webhookAdmin.ts'
 import { deliveryColumns, readDeliveries } from './deliveries.ts'
 import { AddressGuard } from './addressGuard.ts'
@@ -35,6 +35,7 @@ export function webhookRoutes(kernel: KernelServices): Route[] {
       dayCode: true,
       permit,
       body: createWebhookBodySchema,
+      answer: createdWebhookAnswerSchema,
       xml: { root: 'Webhook' },
       csv: (result) => [webhookRow(result)],
       handler: (call) => admin.create(call),
@@ -45,6 +46,7 @@ export function webhookRoutes(kernel: KernelServices): Route[] {
       dayCode: true,
       permit,
       body: editWebhookBodySchema,
+      answer: editedWebhookAnswerSchema,
       xml: { root: 'Webhook' },
       csv: (result) => [webhookRow(result)],
       handler: (call) => admin.edit(call),
@@ -53,6 +55,7 @@ export function webhookRoutes(kernel: KernelServices): Route[] {
       method: 'GET',
       path: '/Api/Read/Webhooks',
       permit,
+      answer: webhooksAnswerSchema,
       xml: { root: 'Webhooks', item: 'Webhook' },
       csv: (result: { Events: string[] }[]) => result.map(webhookRow),
       csvColumns: webhookColumns,
@@ -63,6 +66,7 @@ export function webhookRoutes(kernel: KernelServices): Route[] {
       path: '/Api/Read/Deliveries',
       permit,
       body: readDeliveriesBodySchema,
+      answer: deliveriesAnswerSchema,
       xml: { root: 'Deliveries', item: 'Delivery', list: 'Deliveries' },
       // One CSV row per delivery; the totals go to headers as for other paged lists (D12).
       csv: (result: Awaited<ReturnType<typeof readDeliveries>>, call) => {

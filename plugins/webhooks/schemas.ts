@@ -1,8 +1,8 @@
 /**
- * JSON schemas of the webhooks plugin's bodies (issue 17). Rules that need the network
+ * JSON schemas of the webhooks plugin's bodies and answers (issue 17). Rules that need the network
  * (the URL's addresses) or the database are checked by the handlers.
  */
-import { badRequest } from '../../kernel/sdk.ts'
+import { badRequest, recordListSchema, recordSchema } from '../../kernel/sdk.ts'
 
 /** The event types a webhook may ask for. */
 export const eventTypes = ['key.expiring', 'key.usage', 'key.changed', 'key.rotated', 'key.disabled', 'people.import.finished'] as const
@@ -87,3 +87,51 @@ export interface ReadDeliveriesBody {
   Page?: number
   PageSize?: number
 }
+
+/*
+ * JSON schemas of the answers (Route.answer): what the OpenAPI document shows a client
+ * gets, built from webhookAdmin.ts and deliveries.ts. test/openapi-answers.test.ts
+ * holds them to the real answers.
+ */
+
+const integer = { type: 'integer' }
+const text = { type: 'string' }
+const eventList = { type: 'array', items: text, description: 'The event types it is sent.' }
+const secretAnswer = { type: 'string', description: 'The signing secret (whsec_...): shown only when it is set, never in a listing.' }
+
+const webhookProperties = {
+  Id: integer,
+  Url: text,
+  Events: eventList,
+  Disabled: { type: 'integer', enum: [0, 1] },
+  Parent: integer,
+  Custno: integer,
+  Created: { type: 'string', description: 'An HTTP-date (D9).' },
+}
+
+/** POST /Api/Create/Webhook: the new webhook and its secret, shown this once. */
+export const createdWebhookAnswerSchema = recordSchema({ Id: integer, Url: text, Events: eventList, Secret: secretAnswer })
+
+/** POST /Api/Edit/Webhook: the webhook as it is now; Secret only when the edit set one. */
+export const editedWebhookAnswerSchema = { ...recordSchema(webhookProperties), properties: { ...webhookProperties, Secret: secretAnswer } }
+
+/** GET /Api/Read/Webhooks. */
+export const webhooksAnswerSchema = recordListSchema(webhookProperties)
+
+/** POST /Api/Read/Deliveries: one page, newest first. */
+export const deliveriesAnswerSchema = recordSchema({
+  Total: integer,
+  Page: integer,
+  Deliveries: recordListSchema({
+    Id: { type: 'string', description: 'The `webhook-id` its receiver saw (msg_...).' },
+    WebhookId: integer,
+    Event: text,
+    Status: { type: 'string', enum: ['pending', 'delivered', 'failed'] },
+    Attempts: integer,
+    LastStatus: { type: ['integer', 'null'], description: 'The receiver\'s HTTP status on the last attempt.' },
+    LastError: { type: ['string', 'null'] },
+    NextAttempt: { type: ['string', 'null'], description: 'An HTTP-date while pending; null otherwise.' },
+    Created: { type: 'string', description: 'An HTTP-date (D9).' },
+    Delivered: { type: ['string', 'null'], description: 'An HTTP-date; null until delivered.' },
+  }),
+})
