@@ -20,6 +20,12 @@ async function storedCredits(service: Service, keyId: number) {
   }
 }
 
+/** The count as last set and when (what credits without a Refill tell 80 % of). */
+async function countAsSet(service: Service, keyId: number) {
+  const row = await service.kernel.database.db.selectFrom('api_keys').select(['credits_set', 'credits_set_at']).where('id', '=', keyId).executeTakeFirstOrThrow()
+  return [row.credits_set, row.credits_set_at].map((value) => (value === null ? null : Number(value)))
+}
+
 async function createKey(service: Service, body: Record<string, unknown>, date?: string): Promise<TestKey> {
   // Every group the admin may assign (not the key-creating one).
   const groups = ((await service.call('GET', '/Api/Read/Groups', { date })).json as { Id: number }[]).map((group) => group.Id)
@@ -112,6 +118,7 @@ t.test('create, edit, AddCredits, costs and the listing', (t) =>
     t.equal((await edit({ Credits: null })).status, 200)
     t.equal((await service.call('GET', '/Api/Read/Acl', { key })).status, 200, 'unlimited from the next call')
     t.same(await storedCredits(service, key.id), { credits: null, refill_amount: null, refill_every: null, refill_at: null })
+    t.same(await countAsSet(service, key.id), [null, null], 'no count as set either')
   }))
 
 const touching: Plugin = {
@@ -152,6 +159,7 @@ t.test('refill at the period boundary (fake clock)', (t) =>
     const date = () => new Date(now).toUTCString()
     const key = await createKey(service, { Credits: 2, Refill: { Amount: 3, Every: '1Day' }, AllowHours: 0 }, date())
     t.match(await storedCredits(service, key.id), { credits: 2, refill_amount: 3, refill_every: '1Day', refill_at: Date.UTC(2026, 10, 24) })
+    t.same(await countAsSet(service, key.id), [2, now])
     const statuses = async (count: number) => {
       const result = []
       for (let index = 0; index < count; index++) result.push((await service.call('GET', '/Api/Read/Acl', { key })).status)
@@ -167,6 +175,7 @@ t.test('refill at the period boundary (fake clock)', (t) =>
     t.same(await statuses(1), [429], 'not a millisecond early')
     now = Date.UTC(2026, 10, 24, 0, 0, 0)
     t.same(await statuses(4), [200, 200, 200, 429], 'the Amount (3), not added to what was left')
+    t.same(await countAsSet(service, key.id), [3, Date.UTC(2026, 10, 24)], 'a refill sets the count, at its boundary')
     const next = await service.call('GET', '/Api/Read/Acl', { key })
     t.equal(next.text, 'Error: No credits left (refill Wed, 25 Nov 2026 00:00:00 GMT)')
 
@@ -181,6 +190,7 @@ t.test('refill at the period boundary (fake clock)', (t) =>
     now = Date.UTC(2026, 10, 29, 8, 0, 0)
     t.equal((await service.call('POST', '/Api/Edit/Key', { today: true, date: date(), body: { KeyId: key.id, AddCredits: 10 } })).status, 200)
     t.match(await storedCredits(service, key.id), { credits: 13, refill_at: Date.UTC(2026, 10, 30) })
+    t.same(await countAsSet(service, key.id), [13, now], 'AddCredits sets the total')
     t.same(await statuses(1), [200])
     t.equal((await storedCredits(service, key.id)).credits, 12)
 
@@ -202,6 +212,7 @@ t.test('refill at the period boundary (fake clock)', (t) =>
     now = Date.UTC(2027, 0, 2, 9, 0, 0)
     t.equal((await service.call('POST', '/Api/Edit/Key', { today: true, date: date(), body: { KeyId: key.id, Refill: null } })).status, 200)
     t.same(await storedCredits(service, key.id), { credits: 5, refill_amount: null, refill_every: null, refill_at: null }, 'the due 5 stay when the Refill ends')
+    t.same(await countAsSet(service, key.id), [5, now], 'and are the count as set')
   }))
 
 t.test('/Api/Read/Limits shows credits in json, xml and csv; keys without credits are unchanged', async (t) => {

@@ -1,6 +1,7 @@
 /**
  * Issue 17: the events that are noticed rather than made by an edit. key.usage from
- * credits (80 % and 100 % of a Refill Amount; running out without a Refill) and from a
+ * credits (80 % and 100 % of a Refill Amount, or of the count as last set without a
+ * Refill; an upgraded key's count as it was) and from a
  * tenant quota; key.expiring at 7 days and at 1 day before EndDate, once each, also
  * across a restart; the operator CLI's `key disable` / `key enable` make key.disabled /
  * key.changed like the API; webhooks.maxPerTenant. On SQLite and MariaDB.
@@ -29,7 +30,7 @@ async function createWebhook(service: Service, receiver: Receiver, events: strin
   return created.json as { Id: number; Secret: string }
 }
 
-t.test('key.usage from credits: 80 % and 100 % of a Refill Amount, running out without one', (t) =>
+t.test('key.usage from credits: 80 % and 100 % of a Refill Amount, or of the count as last set without one', (t) =>
   forEachDatabase(t, async (t, kind) => {
     const service = await startService(t, { kind, config: fastWebhooks })
     const receiver = await startReceiver(t)
@@ -56,18 +57,68 @@ t.test('key.usage from credits: 80 % and 100 % of a Refill Amount, running out w
     const fromParallel = await receiver.waitFor(2, (item) => item.json.data.KeyId === parallel.id)
     t.same(fromParallel.map((item) => [item.json.data.Percent, item.json.data.Left]).sort(), [[100, 0], [80, 2]])
 
+    // Without a Refill: 80 % and 100 % of the count as set, once each per setting.
+    const ten = await create('Ten', { Credits: 10 })
+    const spend = async (calls: number) => {
+      for (let call = 0; call < calls; call++) t.equal((await service.call('GET', '/Api/Read/Acl', { key: ten })).status, 200)
+    }
+    const fromTen = () => receiver.received.filter((item) => item.json.data.KeyId === ten.id).map((item) => item.json.data)
+    await spend(7)
+    await settle(300)
+    t.same(fromTen(), [], 'nothing before 80 %')
+    await spend(1)
+    await receiver.waitFor(1, (item) => item.json.data.KeyId === ten.id)
+    t.match(fromTen()[0], { Limit: 'Credits', Percent: 80, Count: 10, Left: 2, Name: 'Ten', ResetDate: null })
+    // A change that does not set the count is no new setting: 80 % is not told again.
+    t.equal((await service.call('POST', '/Api/Edit/Key', { body: { KeyId: ten.id, Email: 'ten@example.com' }, today: true })).status, 200)
+    await spend(2)
+    t.equal((await service.call('GET', '/Api/Read/Acl', { key: ten })).status, 429, 'ten credits, then none')
+    await receiver.waitFor(2, (item) => item.json.data.KeyId === ten.id)
+    t.match(fromTen()[1], { Limit: 'Credits', Percent: 100, Count: 10, Left: 0, ResetDate: null })
+    // AddCredits sets the count anew, to the total: 80 % of 5 is 4 calls.
+    t.equal((await service.call('POST', '/Api/Edit/Key', { body: { KeyId: ten.id, AddCredits: 5 }, today: true })).status, 200)
+    await spend(4)
+    await receiver.waitFor(3, (item) => item.json.data.KeyId === ten.id)
+    t.match(fromTen()[2], { Limit: 'Credits', Percent: 80, Count: 5, Left: 1 })
+
+    // 80 % of 3 rounds up to the whole count: running out tells both.
     const once = await create('Once', { Credits: 3 })
     for (let call = 0; call < 4; call++) await service.call('GET', '/Api/Read/Acl', { key: once })
-    const [ranOut] = await receiver.waitFor(1, (item) => item.json.data.KeyId === once.id)
-    t.match(ranOut.json.data, { Limit: 'Credits', Percent: 100, Left: 0, Count: null, ResetDate: null })
-    // Topped up and spent again: a new setting of the count, so running out again is told again.
+    const ranOut = await receiver.waitFor(2, (item) => item.json.data.KeyId === once.id)
+    t.same(ranOut.map((item) => item.json.data.Percent).sort(), [100, 80])
+    t.match(ranOut.find((item) => item.json.data.Percent === 100)!.json.data, { Limit: 'Credits', Left: 0, Count: 3, ResetDate: null })
+    // Topped up and spent again: a new setting of the count, so both are told again.
     t.equal((await service.call('POST', '/Api/Edit/Key', { body: { KeyId: once.id, Credits: 1 }, today: true })).status, 200)
     t.equal((await service.call('GET', '/Api/Read/Acl', { key: once })).status, 200)
-    await receiver.waitFor(2, (item) => item.json.data.KeyId === once.id)
+    await receiver.waitFor(4, (item) => item.json.data.KeyId === once.id)
 
     await settle(400)
     t.equal(receiver.received.filter((item) => item.json.data.KeyId === refilled.id).length, 2, 'the refilled key: once per threshold')
-    t.equal(receiver.received.filter((item) => item.json.data.KeyId === once.id).length, 2, 'no 80 % without a Refill; 100 % once per setting')
+    t.same(fromTen().map((data) => data.Percent), [80, 100, 80], 'without a Refill: once per threshold and setting')
+    t.equal(receiver.received.filter((item) => item.json.data.KeyId === once.id).length, 4, 'both, once per setting')
+  }))
+
+t.test('key.usage from credits of a key from before the count as set was kept: 80 % of the count it had', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    let service = await startService(t, { kind, config: fastWebhooks })
+    const receiver = await startReceiver(t)
+    await createWebhook(service, receiver, ['key.usage'])
+    const key = await insertKey(service, { display_name: 'Upgraded', credits: 10 }, [(await keyTestGroups(service)).aclReader])
+    for (let call = 0; call < 5; call++) t.equal((await service.call('GET', '/Api/Read/Acl', { key })).status, 200)
+    // The database as version 0.3.7 left it: no count as set.
+    const { db } = service.kernel.database
+    for (const column of ['credits_set', 'credits_set_at']) await db.schema.alterTable('api_keys').dropColumn(column).execute()
+    await sql`delete from migrations_kernel where name = ${'0012-credits-set'}`.execute(db)
+    service = await service.restart()
+    const row = await service.kernel.database.db.selectFrom('api_keys').select(['credits', 'credits_set', 'credits_set_at', 'updated_at']).where('id', '=', key.id).executeTakeFirstOrThrow()
+    t.same([Number(row.credits_set), Number(row.credits_set_at)], [5, Number(row.updated_at)], 'set: the count it had, when it last changed')
+    // 80 % of 5 is 4 calls.
+    for (let call = 0; call < 3; call++) t.equal((await service.call('GET', '/Api/Read/Acl', { key })).status, 200)
+    await settle(300)
+    t.equal(receiver.received.length, 0, 'nothing before 80 %')
+    t.equal((await service.call('GET', '/Api/Read/Acl', { key })).status, 200)
+    const [told] = await receiver.waitFor(1)
+    t.match(told.json.data, { KeyId: key.id, Limit: 'Credits', Percent: 80, Count: 5, Left: 1 })
   }))
 
 t.test('key.usage from a tenant quota: 80 % and 100 %, once per window', (t) =>

@@ -17,9 +17,10 @@ const apiNames: Readonly<Record<string, string>> = {
 
 /**
  * Key columns a create records that no key field names: the creator is the record's
- * `Who`, and the next refill (refill_at) follows from Refill and the clock.
+ * `Who`, the next refill (refill_at) follows from Refill and the clock, the count as set
+ * (credits_set, credits_set_at) from Credits.
  */
-const unnamedColumns = new Set(['created_by', 'refill_at'])
+const unnamedColumns = new Set(['created_by', 'refill_at', 'credits_set', 'credits_set_at'])
 
 const dateColumns = new Set(['start_date', 'end_date', 'created_at', 'prev_secret_ends'])
 

@@ -54,10 +54,11 @@ function editAction(before: { end_date: number | null }, after: { end_date?: num
  * An edit's changed fields, for its audit record and event. Refill is one API field
  * (`{ Amount, Every }` or null) kept in two columns: when either changes, both sides
  * carry both, so a record never shows half a Refill. refill_at (the next refill) follows
- * from Refill and the clock and has no API name, so it is left out.
+ * from Refill and the clock, credits_set and credits_set_at from Credits: they have no
+ * API name, so they are left out.
  */
 function keyChangedFields(row: Selectable<CoreTables['api_keys']>, changes: KeyChanges): { before: Record<string, unknown>; after: Record<string, unknown> } {
-  const { refill_at: _nextRefill, ...named } = changes
+  const { refill_at: _nextRefill, credits_set: _set, credits_set_at: _setAt, ...named } = changes
   const fields = changedFields(row, named)
   if ('refill_amount' in fields.after || 'refill_every' in fields.after) {
     const next = { ...row, ...changes }

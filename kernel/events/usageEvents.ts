@@ -139,21 +139,23 @@ export class UsageEvents {
 
   /**
    * A key spent credits. Read back after the spend, off the call's path: with a Refill
-   * the window is the refill period and 100 % is its Amount; without one only running
-   * out is told, once per setting of the count (the key's last change).
+   * the window is the refill period and 100 % is its Amount; without one 100 % is the
+   * count as last set (Credits, AddCredits' total), once per setting of it. A key whose
+   * count as set is unknown tells only running out.
    */
   async spent(keyId: number): Promise<void> {
     const row = await this.db.selectFrom('api_keys')
-      .select(['id', 'display_name', 'parent', 'custno', 'credits', 'refill_amount', 'refill_every', 'refill_at', 'updated_at'])
+      .select(['id', 'display_name', 'parent', 'custno', 'credits', 'refill_amount', 'refill_at', 'credits_set', 'credits_set_at', 'updated_at'])
       .where('id', '=', keyId).executeTakeFirst()
     if (!row || row.credits === null) return
     const left = Number(row.credits)
-    const total = row.refill_amount === null ? null : Number(row.refill_amount)
+    const refilled = row.refill_amount !== null
+    const total = refilled ? Number(row.refill_amount) : row.credits_set === null ? null : Number(row.credits_set)
+    const window = refilled ? `refill:${Number(row.refill_at)}` : `set:${Number(row.credits_set_at ?? row.updated_at)}`
     const crossings: Crossing[] = []
     for (const percent of thresholds) {
       const reached = total === null ? percent === 100 && left <= 0 : total - left >= thresholdCount(total, percent)
       if (!reached) continue
-      const window = total === null ? `set:${Number(row.updated_at)}` : `refill:${Number(row.refill_at)}`
       const once = `key.usage:credits:${row.id}:${window}:${percent}`
       crossings.push({
         base: once,

@@ -69,10 +69,13 @@ export class CreditLedger {
     const due = sql`(refill_at is not null and refill_at <= ${now})`
     const available = sql`(case when ${due} then refill_amount else credits end)`
     const nextAt = sql`(case when refill_every = '1Day' then ${nextRefillAt('1Day', now)} else ${nextRefillAt('1Mon', now)} end)`
-    // credits before refill_at: MySQL assigns left to right, and credits' case must see the old refill_at.
+    // Before refill_at: MySQL assigns left to right, and each case must see the old refill_at.
+    // A refill sets the count (credits_set, at the boundary that fell due).
     const result = await this.db.updateTable('api_keys')
       .set({
         credits: sql<number>`${available} - ${cost}`,
+        credits_set: sql<number>`(case when ${due} then refill_amount else credits_set end)`,
+        credits_set_at: sql<number>`(case when ${due} then refill_at else credits_set_at end)`,
         refill_at: sql<number>`(case when ${due} then ${nextAt} else refill_at end)`,
       })
       .where('id', '=', keyId)

@@ -239,5 +239,15 @@ export function coreMigrations(dialect: Dialect): Migrations {
         await db.deleteFrom('api_groups').where('id', '=', former.id).execute()
       },
     },
+    '0012-credits-set': {
+      // Issue 17 item 2: credits without a Refill tell 80 % of the count as it was last
+      // set, once per setting. A key with credits from before starts from the count it
+      // has now, set when the key last changed (the once key its 100 % event had).
+      async up(db: Kysely<any>) {
+        await db.schema.alterTable('api_keys').addColumn('credits_set', 'bigint').execute()
+        await db.schema.alterTable('api_keys').addColumn('credits_set_at', 'bigint').execute()
+        await db.updateTable('api_keys').set({ credits_set: sql`credits`, credits_set_at: sql`updated_at` }).where('credits', 'is not', null).execute()
+      },
+    },
   }
 }

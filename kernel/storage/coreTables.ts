@@ -55,6 +55,9 @@ export interface CoreTables {
     refill_amount: Generated<number | null>
     refill_every: Generated<string | null>
     refill_at: Generated<number | null>
+    /** The count as last set (Credits, AddCredits' total, a refill's Amount) and when: what 80 % of credits without a Refill is of (issue 17). */
+    credits_set: Generated<number | null>
+    credits_set_at: Generated<number | null>
   }
   /** One administrative change (issue 16 item 4), written in the change's own transaction. */
   api_audit: {

@@ -13,7 +13,7 @@ export interface CreditInput {
   AddCredits?: number
 }
 
-export type CreditColumns = Pick<KeyChanges, 'credits' | 'refill_amount' | 'refill_every' | 'refill_at'>
+export type CreditColumns = Pick<KeyChanges, 'credits' | 'refill_amount' | 'refill_every' | 'refill_at' | 'credits_set' | 'credits_set_at'>
 
 const largestCredits = 1_000_000_000_000
 
@@ -48,5 +48,7 @@ export function creditColumns(body: CreditInput, current: KeyRecord | null, now:
   }
   // A refill that fell due before this change is taken now, so the next call does not overwrite what was just set.
   if (typeof columns.credits === 'number' && body.Refill === undefined && stored !== null && stored.refillAt !== null) columns.refill_at = stored.refillAt
+  // The count as set, and when: credits without a Refill tell 80 % of it, once per setting (events/usageEvents.ts).
+  if (columns.credits !== undefined) Object.assign(columns, { credits_set: columns.credits, credits_set_at: columns.credits === null ? null : now })
   return columns
 }
