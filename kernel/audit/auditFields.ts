@@ -16,11 +16,12 @@ const apiNames: Readonly<Record<string, string>> = {
 }
 
 /**
- * Key columns a create records that no key field names: the creator is the record's
- * `Who`, the next refill (refill_at) follows from Refill and the clock, the count as set
- * (credits_set, credits_set_at) from Credits.
+ * Key columns that no key field names, left out of audit records and key events: the
+ * creator is the record's `Who`, the next refill (refill_at) follows from Refill and the
+ * clock, the count as set (credits_set, credits_set_at) from Credits. An edit's record
+ * leaves them out when written (keyAdministration.ts); a create's, stored whole, here.
  */
-const unnamedColumns = new Set(['created_by', 'refill_at', 'credits_set', 'credits_set_at'])
+export const unnamedKeyColumns: ReadonlySet<string> = new Set(['created_by', 'refill_at', 'credits_set', 'credits_set_at'])
 
 const dateColumns = new Set(['start_date', 'end_date', 'created_at', 'prev_secret_ends'])
 
@@ -39,7 +40,7 @@ function refillField(stored: Record<string, unknown>): unknown {
 export function auditFields(stored: Record<string, unknown>): Record<string, unknown> {
   const fields: Record<string, unknown> = {}
   for (const [column, value] of Object.entries(stored)) {
-    if (unnamedColumns.has(column)) continue
+    if (unnamedKeyColumns.has(column)) continue
     if (refillColumns.has(column)) {
       fields.Refill = refillField(stored)
       continue

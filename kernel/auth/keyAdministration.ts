@@ -5,6 +5,7 @@ import type { SecretBox } from './secrets.ts'
 import { issueKey, newKeyCredentials, type IssuedKey, type KeyFields } from './keyIssuer.ts'
 import type { TenantServices } from '../tenants/tenants.ts'
 import { changedFields, readAudit, recordChange, type AuditQuery, type AuditRecord } from '../audit/auditTrail.ts'
+import { unnamedKeyColumns } from '../audit/auditFields.ts'
 import type { EventBus } from '../events/events.ts'
 import { endsBy, keyChangeEvent, keyRotatedEvent } from '../events/keyEvents.ts'
 
@@ -53,12 +54,11 @@ function editAction(before: { end_date: number | null }, after: { end_date?: num
 /**
  * An edit's changed fields, for its audit record and event. Refill is one API field
  * (`{ Amount, Every }` or null) kept in two columns: when either changes, both sides
- * carry both, so a record never shows half a Refill. refill_at (the next refill) follows
- * from Refill and the clock, credits_set and credits_set_at from Credits: they have no
- * API name, so they are left out.
+ * carry both, so a record never shows half a Refill. Columns with no API name
+ * (unnamedKeyColumns: refill_at, the count as set) are left out.
  */
 function keyChangedFields(row: Selectable<CoreTables['api_keys']>, changes: KeyChanges): { before: Record<string, unknown>; after: Record<string, unknown> } {
-  const { refill_at: _nextRefill, credits_set: _set, credits_set_at: _setAt, ...named } = changes
+  const named = Object.fromEntries(Object.entries(changes).filter(([column]) => !unnamedKeyColumns.has(column))) as KeyChanges
   const fields = changedFields(row, named)
   if ('refill_amount' in fields.after || 'refill_every' in fields.after) {
     const next = { ...row, ...changes }

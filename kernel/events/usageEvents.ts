@@ -26,14 +26,28 @@ interface Crossing {
 }
 
 /**
+ * Whether `base` is remembered for this window: the start is computed per call from the
+ * counter's reset time, so it may differ by a rounding second between calls.
+ */
+function inWindow(remembered: Map<string, number>, base: string, start: number): boolean {
+  const at = remembered.get(base)
+  return at !== undefined && Math.abs(at - start) <= 1
+}
+
+/** Remembers a crossing's window start under its base; bounded (a full memory starts over). */
+function remember(remembered: Map<string, number>, crossing: Crossing): void {
+  if (remembered.size >= rememberedMax) remembered.clear()
+  remembered.set(crossing.base, crossing.start)
+}
+
+/**
  * `key.usage` (issue 17): a key's MaxHits window, its tenant's quota or its credits
  * crossing 80 % and 100 %, once per window. The counters hand every counted call here
- * (only while someone subscribes); a call at or past a threshold that this process has
- * not told yet writes the event, in a small transaction of its own, off the call's
- * path. Its `once` (key or tenant, window, window start, threshold) makes it one event
- * however many processes share the counter, and however many calls try: a write that
- * failed is tried again by a later call past the threshold, so a crossing is not lost
- * to a database that refused one write. One call that crosses both thresholds (a small
+ * (only while someone subscribes); the call that brought the count to a threshold writes
+ * the event, in a small transaction of its own, off the call's path. Its `once` (key or
+ * tenant, window, window start, threshold) makes it one event however often it is tried:
+ * a write that failed is tried again by a later call of this process past the threshold,
+ * so a crossing is not lost to a database that refused one write. One call that crosses both thresholds (a small
  * count) tells both, 80 % first.
  */
 export class UsageEvents {
@@ -51,31 +65,13 @@ export class UsageEvents {
     private readonly clock: () => number,
   ) {}
 
-  /**
-   * Told when the base was told for this window: the start is computed per call from the
-   * counter's reset time, so it may differ by a rounding second between calls.
-   */
-  private isTold(base: string, start: number): boolean {
-    const told = this.told.get(base)
-    return told !== undefined && Math.abs(told - start) <= 1
-  }
-
-  private leaveUnwritten(crossing: Crossing): void {
-    if (this.unwritten.size >= rememberedMax) this.unwritten.clear()
-    this.unwritten.set(crossing.base, crossing.start)
-  }
-
-  private isUnwritten(base: string, start: number): boolean {
-    const left = this.unwritten.get(base)
-    return left !== undefined && Math.abs(left - start) <= 1
-  }
 
   /** Writes the crossings not told yet, in order; a failure stops the rest (a later call tries again). */
   private tell(crossings: Crossing[]): void {
-    const due = crossings.filter((crossing) => !this.isTold(crossing.base, crossing.start) && !this.writing.has(crossing.event.once!))
+    const due = crossings.filter((crossing) => !inWindow(this.told, crossing.base, crossing.start) && !this.writing.has(crossing.event.once!))
     if (due.length === 0) return
     if (this.clock() < this.quietUntil) {
-      for (const crossing of due) this.leaveUnwritten(crossing)
+      for (const crossing of due) remember(this.unwritten, crossing)
       return
     }
     for (const crossing of due) this.writing.add(crossing.event.once!)
@@ -84,13 +80,12 @@ export class UsageEvents {
       for (const crossing of due) {
         // Nobody wanted it: told too (asking again would cost a query every call past the threshold).
         if (!failed && await this.events.emitAlone(crossing.event) !== 'failed') {
-          if (this.told.size >= rememberedMax) this.told.clear()
-          this.told.set(crossing.base, crossing.start)
+          remember(this.told, crossing)
           this.unwritten.delete(crossing.base)
         } else {
           if (!failed) this.quietUntil = this.clock() + retryQuietMs
           failed = true
-          this.leaveUnwritten(crossing)
+          remember(this.unwritten, crossing)
         }
         this.writing.delete(crossing.event.once!)
       }
@@ -117,8 +112,8 @@ export class UsageEvents {
       if (used < thresholdCount(window.count, percent)) break
       const base = `key.usage:${subject}:${window.count}/${window.label}:${percent}`
       // The usual case past a threshold: told already, or by the call that reached it.
-      if (used !== thresholdCount(window.count, percent) && !this.isUnwritten(base, start)) continue
-      if (this.isTold(base, start)) continue
+      if (used !== thresholdCount(window.count, percent) && !inWindow(this.unwritten, base, start)) continue
+      if (inWindow(this.told, base, start)) continue
       crossings.push({
         base,
         start,
