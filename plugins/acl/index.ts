@@ -1,4 +1,4 @@
-import { defineRoute, type Call, type CachePolicy, type Plugin } from '../../kernel/sdk.ts'
+import { defineRoute, recordListSchema, type Call, type CachePolicy, type Plugin } from '../../kernel/sdk.ts'
 
 /**
  * The ACL plugin: GET /Api/Read/Acl (interface 4.3), the entries that apply to the
@@ -21,21 +21,14 @@ function aclAnswer(call: Call<unknown, unknown>) {
 }
 
 /** The answer (Route.answer): the entries in the order they apply, the first match winning. */
-const aclAnswerSchema = {
-  type: 'array',
-  items: {
-    type: 'object',
-    required: ['Path', 'Display_Name', 'Id', 'Is_Public', 'Require_Https', 'Require_Hash'],
-    properties: {
-      Path: { type: 'string', description: 'An ACL path; `*` as the last segment covers that level and every deeper one.' },
-      Display_Name: { type: 'string' },
-      Id: { type: 'integer' },
-      Is_Public: { type: 'integer', description: '1: callable without credentials.' },
-      Require_Https: { type: 'integer', description: '1: refused over plain HTTP.' },
-      Require_Hash: { type: 'integer', description: 'The HMAC hash the entry requires: 1 md5, 2 sha1, 3 sha256, 4 sha384, 5 sha512; 0 = any.' },
-    },
-  },
-}
+const aclAnswerSchema = recordListSchema({
+  Path: { type: 'string', description: 'An ACL path; `*` as the last segment covers that level and every deeper one.' },
+  Display_Name: { type: 'string' },
+  Id: { type: 'integer' },
+  Is_Public: { type: 'integer', description: '1: callable without credentials.' },
+  Require_Https: { type: 'integer', description: '1: refused over plain HTTP.' },
+  Require_Hash: { type: 'integer', description: 'The HMAC hash the entry requires: 1 md5, 2 sha1, 3 sha256, 4 sha384, 5 sha512; 0 = any.' },
+})
 
 /** The POST takes no parameters: an empty JSON object, or no body at all. */
 const emptyBody = { type: 'object', additionalProperties: false, properties: {} }
