@@ -39,6 +39,21 @@ t.test('slow and abusive clients are cut off; others are still served', async (t
     t.match(data, /^(HTTP\/1\.1 408|$)/)
   })
 
+  await t.test('a client that never reads nor closes is let go after its 408', async (t) => {
+    const socket = connect(service.port, '127.0.0.1')
+    const failed = new Promise<string>((resolve) => socket.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error')))
+    socket.pause()
+    socket.write('GET /v1.0/Probe/Echo HTTP/1.1\r\nHost: x\r\n')
+    // headersMs (1 s, checked each second) plus the second its 408 may be read in.
+    await new Promise((resolve) => setTimeout(resolve, 4500))
+    // A socket the server still holds takes these bytes in silence; a closed one resets.
+    const timer = setInterval(() => socket.write('X-Late: 1\r\n'), 100)
+    const code = await Promise.race([failed, new Promise<string>((resolve) => setTimeout(() => resolve('still open'), 3000))])
+    clearInterval(timer)
+    socket.destroy()
+    t.match(code, /^(ECONNRESET|EPIPE)$/, 'the server has closed the connection')
+  })
+
   await t.test('a body trickled forever', async (t) => {
     const socket = connect(service.port, '127.0.0.1')
     socket.on('error', () => undefined)

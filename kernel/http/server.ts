@@ -9,7 +9,7 @@ import { Exchange, type Answer } from './exchange.ts'
 import { noRoute, type Pipelines } from './pipelines.ts'
 import { errorAnswer, plainText } from './failure.ts'
 import { timedOutSocket } from './stages/readBody.ts'
-import { lingerOnClose } from './lingeringClose.ts'
+import { lingerMs, lingerOnClose } from './lingeringClose.ts'
 
 export interface HttpServerOptions {
   config: Config
@@ -38,6 +38,17 @@ function send(response: ServerResponse, answer: Answer): void {
   // more at 3 KB, 7-15 at 20 KB, about 20 at a 45 KB people page, the same at 60
   // bytes (docs/benchmarks.md, sixth session).
   response.end(answer.body)
+}
+
+/**
+ * A whole answer written on a socket node:http has let go of (a malformed request,
+ * CONNECT). end() sends a FIN and the socket then waits for the client's; one that never
+ * reads nor closes would hold its descriptor for ever, so it gets lingerMs to read this.
+ */
+function endRaw(socket: Duplex, text: string): void {
+  socket.end(text)
+  const timer = setTimeout(() => socket.destroy(), lingerMs).unref()
+  socket.once('close', () => clearTimeout(timer))
 }
 
 const absoluteForm = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/
@@ -140,7 +151,7 @@ export function createServer(options: HttpServerOptions): HttpServer {
   // the socket without a word.
   server.on('connect', (request: IncomingMessage, socket: Duplex) => {
     const message = 'Error: CONNECT is not supported.'
-    socket.end(`HTTP/1.1 405 Method Not Allowed\r\nContent-Type: ${plainText}\r\nContent-Length: ${Buffer.byteLength(message)}\r\nConnection: close\r\n\r\n${message}`)
+    endRaw(socket, `HTTP/1.1 405 Method Not Allowed\r\nContent-Type: ${plainText}\r\nContent-Length: ${Buffer.byteLength(message)}\r\nConnection: close\r\n\r\n${message}`)
   })
   // node:http would answer 100 Continue before a header is checked, inviting the upload
   // of a body an unknown key or a stale date never gets read; the body stage sends it.
@@ -156,7 +167,7 @@ export function createServer(options: HttpServerOptions): HttpServer {
     const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
     if (status === 408) (socket as { [timedOutSocket]?: boolean })[timedOutSocket] = true
     const message = status === 431 ? 'Error: Request headers are too large.' : status === 408 ? 'Error: Request timed out.' : 'Error: Malformed HTTP request.'
-    socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\nContent-Type: ${plainText}\r\nContent-Length: ${Buffer.byteLength(message)}\r\nConnection: close\r\n\r\n${message}`)
+    endRaw(socket, `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\nContent-Type: ${plainText}\r\nContent-Length: ${Buffer.byteLength(message)}\r\nConnection: close\r\n\r\n${message}`)
   })
 
   return {
