@@ -4,6 +4,7 @@
  * and the same request gets the first answer without the work being done twice.
  */
 import t from 'tap'
+import { sql } from 'kysely'
 import { signedHeaders } from '../kernel/auth/signature.ts'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
 import { insertKey } from './helpers/keys.ts'
@@ -184,6 +185,55 @@ t.test('Idempotency-Key: a retry while the first call runs is 409; answers expir
   t.equal(dayLater.status, 200)
   t.equal(dayLater.headers.get('idempotent-replayed'), null, 'after 24 hours the key is new again')
 })
+
+/** Makes every `event` (UPDATE or DELETE) of api_idempotency fail until the returned function is called. */
+async function failIdempotencyWrites(service: Service, kind: string, event: 'UPDATE' | 'DELETE'): Promise<() => Promise<void>> {
+  const db = service.kernel.database.db
+  const name = `idem_fail_${event.toLowerCase()}`
+  await sql.raw(kind === 'sqlite'
+    ? `CREATE TRIGGER ${name} BEFORE ${event} ON api_idempotency BEGIN SELECT RAISE(ABORT, 'injected fault'); END`
+    : `CREATE TRIGGER ${name} BEFORE ${event} ON api_idempotency FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'injected fault'`).execute(db)
+  return async () => void await sql.raw(`DROP TRIGGER ${name}`).execute(db)
+}
+
+async function until(check: () => Promise<boolean>, ms = 5000): Promise<boolean> {
+  const deadline = Date.now() + ms
+  while (Date.now() < deadline) {
+    if (await check()) return true
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  return check()
+}
+
+t.test('Idempotency-Key: an answer the database would not store is never done twice; a claim it would not free is freed later', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const db = service.kernel.database.db
+    const claimOf = (idemKey: string) => db.selectFrom('api_idempotency').selectAll().where('idem_key', '=', idemKey).executeTakeFirst()
+    const headers = { 'Idempotency-Key': 'lost-answer' }
+    const body = { FirstName: 'Only', LastName: 'Once' }
+
+    let healed = await failIdempotencyWrites(service, kind, 'UPDATE')
+    const first = await service.call('POST', '/People/Update/OneChange', { body, headers })
+    t.equal(first.status, 200, 'the work was done and answered')
+    const retry = await service.call('POST', '/People/Update/OneChange', { body, headers })
+    t.equal(retry.status, 200, retry.text)
+    t.equal(retry.headers.get('idempotent-replayed'), 'true', 'the retry gets the first answer, not a 409 nor a second run')
+    t.equal(JSON.parse(retry.text).Id, JSON.parse(first.text).Id)
+    const other = await service.call('POST', '/People/Update/OneChange', { body: { ...body, LastName: 'Twice' }, headers })
+    t.equal(other.status, 422, 'another request under the key is still a mismatch')
+    await healed()
+    t.ok(await until(async () => Number((await claimOf('lost-answer'))?.status) === 200), 'the answer is written once the database takes it')
+    t.equal(await peopleCount(service), 1, 'one person')
+
+    healed = await failIdempotencyWrites(service, kind, 'DELETE')
+    const refused = await service.call('POST', '/People/Update/OneRemove', { body: { Id: 999999 }, headers: { 'Idempotency-Key': 'lost-release' } })
+    t.equal(refused.status, 404)
+    t.equal(Number((await claimOf('lost-release'))?.status), 0, 'the claim could not be freed yet')
+    await healed()
+    t.ok(await until(async () => (await claimOf('lost-release')) === undefined), 'it is freed once the database takes it')
+  }),
+)
 
 t.test('without Redis the used signatures are in the database: a restart forgets none', (t) =>
   forEachDatabase(t, async (t, kind) => {

@@ -29,8 +29,26 @@ export type Claim =
  * stored after it. A claim whose process died is taken over once `abandonedAfterMs`
  * has passed. Stored bodies are sealed under the master key (idempotencyContext).
  */
+/** How often a settlement the database refused is tried again, at the most. */
+const settleRetryMaxMs = 5000
+
+/**
+ * A claim's end the database refused: the answer to store (the work was done and
+ * answered) or null to free the claim (the call was refused or failed).
+ */
+interface UnsettledClaim {
+  keyId: number
+  idemKey: string
+  requestHash: string
+  answer: Answer | null
+}
+
 export class IdempotencyStore {
   private purgeTimer: NodeJS.Timeout | null = null
+  /** By `keyId idemKey`: settlements this process goes on trying until the database takes them. */
+  private readonly unsettled = new Map<string, UnsettledClaim>()
+  private retryTimer: NodeJS.Timeout | null = null
+  private retryDelayMs = 250
 
   constructor(
     private readonly db: Kysely<CoreTables>,
@@ -40,6 +58,14 @@ export class IdempotencyStore {
   ) {}
 
   async claim(keyId: number, idemKey: string, requestHash: string): Promise<Claim> {
+    const unsettled = this.unsettled.get(`${keyId} ${idemKey}`)
+    if (unsettled) {
+      // This process answered it and could not yet write how it ended: that answer stands.
+      if (unsettled.answer !== null) return unsettled.requestHash === requestHash ? { kind: 'stored', answer: unsettled.answer } : { kind: 'mismatch' }
+      // A freed claim: free it now (a database still away fails this call with 503) and go on.
+      await this.settleNow(unsettled)
+      this.unsettled.delete(`${keyId} ${idemKey}`)
+    }
     for (let attempt = 0; attempt < 3; attempt++) {
       const now = this.clock()
       const row = await this.db.selectFrom('api_idempotency').selectAll().where('key_id', '=', keyId).where('idem_key', '=', idemKey).executeTakeFirst()
@@ -66,15 +92,55 @@ export class IdempotencyStore {
     return { kind: 'running' }
   }
 
-  async complete(keyId: number, idemKey: string, answer: Answer): Promise<void> {
+  /**
+   * Ends a claim: stores the answer of a call that succeeded, or (answer null) frees the
+   * claim of one that was refused (4xx) or failed on our side (5xx), so the key may be
+   * retried as new. Never rejects. When the database refuses, the work must still not be
+   * done twice nor the key stay blocked: this process answers retries from memory and
+   * writes the end again, every few seconds, until the database takes it.
+   */
+  async settle(keyId: number, idemKey: string, requestHash: string, answer: Answer | null, report: (error: unknown) => void): Promise<void> {
+    const claim: UnsettledClaim = { keyId, idemKey, requestHash, answer }
+    try {
+      await this.settleNow(claim)
+    } catch (error) {
+      report(error)
+      this.unsettled.set(`${keyId} ${idemKey}`, claim)
+      this.scheduleRetry(report)
+    }
+  }
+
+  private async settleNow({ keyId, idemKey, answer }: UnsettledClaim): Promise<void> {
+    if (answer === null) {
+      await this.db.deleteFrom('api_idempotency').where('key_id', '=', keyId).where('idem_key', '=', idemKey).where('status', '=', 0).execute()
+      return
+    }
     await this.db.updateTable('api_idempotency')
       .set({ status: answer.status, content_type: answer.contentType, headers: JSON.stringify(answer.headers), body: this.secrets.seal(answer.body.toString('base64'), idempotencyContext(keyId, idemKey)) })
       .where('key_id', '=', keyId).where('idem_key', '=', idemKey).execute()
   }
 
-  /** The call was refused (4xx) or failed on our side (5xx): the key may be retried as new. */
-  async release(keyId: number, idemKey: string): Promise<void> {
-    await this.db.deleteFrom('api_idempotency').where('key_id', '=', keyId).where('idem_key', '=', idemKey).where('status', '=', 0).execute()
+  private scheduleRetry(report: (error: unknown) => void): void {
+    if (this.retryTimer !== null) return
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null
+      void this.retryUnsettled(report)
+    }, this.retryDelayMs)
+    this.retryTimer.unref()
+  }
+
+  private async retryUnsettled(report: (error: unknown) => void): Promise<void> {
+    for (const [id, claim] of this.unsettled) {
+      try {
+        await this.settleNow(claim)
+        this.unsettled.delete(id)
+      } catch {
+        // Still away: the first failure was reported; back off and try again.
+        this.retryDelayMs = Math.min(this.retryDelayMs * 2, settleRetryMaxMs)
+        return this.scheduleRetry(report)
+      }
+    }
+    this.retryDelayMs = 250
   }
 
   startPurging(everyMs: number, report: (error: unknown) => void): void {
@@ -86,6 +152,7 @@ export class IdempotencyStore {
 
   stop(): void {
     if (this.purgeTimer) clearInterval(this.purgeTimer)
+    if (this.retryTimer) clearTimeout(this.retryTimer)
   }
 
   private storedAnswer(row: { status: number; content_type: string | null; headers: string | null; body: string | null }, keyId: number, idemKey: string): Answer {

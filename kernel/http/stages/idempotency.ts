@@ -48,12 +48,9 @@ export function idempotencyStage(store: IdempotencyStore, report: (error: unknow
       const idemKey = exchange.idempotencyKey
       if (idemKey === null) return
       const answer = exchange.answer!
-      const keyId = exchange.caller.id
-      // The call's own answer stands even if storing it fails; that is reported.
-      const saving = answer.status >= 200 && answer.status < 300
-        ? store.complete(keyId, idemKey, { ...answer, headers: answer.headers.slice() })
-        : store.release(keyId, idemKey)
-      return saving.catch(report)
+      // The call's own answer stands even if storing it fails; the store keeps trying.
+      const succeeded = answer.status >= 200 && answer.status < 300
+      return store.settle(exchange.caller.id, idemKey, requestHash(exchange), succeeded ? { ...answer, headers: answer.headers.slice() } : null, report)
     },
   }
 }
