@@ -42,6 +42,8 @@ t.test('a bad setting names itself', async (t) => {
     [{ MASTER_KEY: 'short' }, /invalid setting masterKey/],
     [{ NODE_ID: '16' }, /invalid setting nodeId/],
     [{ BASE_PATH: 'v1' }, /invalid setting basePath/],
+    [{ BASE_PATH: '/a/../b' }, /^invalid setting basePath: '\.' and '\.\.' segments are not allowed \(got "\/a\/\.\.\/b"\)$/],
+    [{ BASE_PATH: '/v1/.' }, /^invalid setting basePath: '\.' and '\.\.' segments are not allowed/],
     [{ PEOPLE_TIME_ZONE: 'Mars/Olympus_Mons' }, /invalid setting people\.timeZone: not an IANA time zone \(got "Mars\/Olympus_Mons"\)/],
     [{ WEBHOOKS_ALLOW_ADDRESSES: '127.0.0.1, 10.0.0.0/33' }, /^invalid setting webhooks\.allowAddresses: not an IP address or CIDR range \(got "10\.0\.0\.0\/33"\)$/],
     [{ TRUST_PROXY: '127.0.0.1, 10.0.0.0/8' }, /^invalid setting trustProxy: not an IP address; list each proxy's address, ranges are not accepted \(got "10\.0\.0\.0\/8"\)$/],
@@ -65,7 +67,7 @@ t.test('a bad setting names itself', async (t) => {
     t.match((thrown as Error)?.message, message)
   }
   t.throws(() => loadConfig({ unknown: 1 } as never, {}), /unknown setting 'unknown'/)
-  t.same(loadConfig({}, { TRUST_PROXY: '127.0.0.1, ::1, ::ffff:10.0.0.2' }).trustProxy, ['127.0.0.1', '::1', '::ffff:10.0.0.2'], 'proxy addresses pass')
+  t.same(loadConfig({}, { TRUST_PROXY: '127.0.0.1, ::1, ::ffff:10.0.0.2, ::FFFF:10.0.0.3, 2001:DB8::1' }).trustProxy, ['127.0.0.1', '::1', '10.0.0.2', '10.0.0.3', '2001:db8::1'], 'proxy addresses pass, spelled as a peer address is compared (IPv4-mapped as plain IPv4, lower case)')
   t.same(loadConfig({}, { WEBHOOKS_ALLOW_ADDRESSES: '127.0.0.1, ::1, 10.0.0.0/8, fd00::/8' }).webhooks?.allowAddresses, ['127.0.0.1', '::1', '10.0.0.0/8', 'fd00::/8'], 'addresses and CIDR ranges pass')
   t.throws(() => loadConfig({ nodes: { heartbeatMs: 30000, expireMs: 30000 } }, {}), /^invalid setting nodes\.heartbeatMs: must be less than nodes\.expireMs \(got 30000 >= 30000\)$/)
 })

@@ -6,6 +6,7 @@ import { isTimeZone } from '../tenants/timeZone.ts'
 import { parseAddressRange } from './addressRange.ts'
 import { masterKeySource } from '../auth/masterKey.ts'
 import { packageRoot } from './packageRoot.ts'
+import { plainAddress } from '../http/transport.ts'
 
 /** The most processes WORKERS may start (request ids have room for 16 node ids, D8). */
 export const maxWorkers = 16
@@ -335,6 +336,11 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
   // A range here would never equal a peer's address: the proxy would silently become the client.
   const badProxy = config.trustProxy.find((entry) => isIP(entry) === 0)
   if (badProxy !== undefined) throw new ConfigError(`invalid setting trustProxy: not an IP address; list each proxy's address, ranges are not accepted (got ${JSON.stringify(badProxy)})`)
+  // Compared with a peer's address as node:http gives it (lower case) and an IPv4-mapped one as plain IPv4.
+  config.trustProxy = config.trustProxy.map((entry) => {
+    const plain = plainAddress(entry.toLowerCase())
+    return isIP(plain) === 0 ? entry.toLowerCase() : plain
+  })
   const badAddress = config.webhooks?.allowAddresses.find((entry) => parseAddressRange(entry) === null)
   if (badAddress !== undefined) throw new ConfigError(`invalid setting webhooks.allowAddresses: not an IP address or CIDR range (got ${JSON.stringify(badAddress)})`)
   if (config.databaseUrl !== null && config.databaseUrl !== undefined && !URL.canParse(config.databaseUrl)) {
@@ -357,6 +363,10 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
   // The path is the database number (ioredis would throw on anything else, with a stack trace).
   if (config.redisUrl && !/^\/?(\d{1,5})?\/?$/.test(new URL(config.redisUrl).pathname)) {
     throw new ConfigError(`invalid setting redisUrl: the path must be a database number, e.g. /0${shownValue('redisUrl', config.redisUrl)}`)
+  }
+  // Clients and proxies resolve dot segments before they send a path, so such a base would never be reached.
+  if (config.basePath.split('/').some((segment) => segment === '.' || segment === '..')) {
+    throw new ConfigError(`invalid setting basePath: '.' and '..' segments are not allowed${shownValue('basePath', config.basePath)}`)
   }
   config.basePath = config.basePath.replace(/\/$/, '')
   config.dataDir = resolve(config.dataDir)
