@@ -14,6 +14,11 @@ t.test('x-apidate formats (D3)', async (t) => {
     '2026-11-22 08:49:37', 'Sun, 31 Feb 2026 08:49:37 GMT', '2026-02-30T00:00:00Z', '2026-11-22T24:00:00Z', '1763801377', 'Sunday, 22-Nov-26 08:49:37 GMT']) {
     t.equal(parseApiDate(bad), null, `refused: '${bad}'`)
   }
+  const yearOne = new Date(0)
+  yearOne.setUTCFullYear(1, 0, 1)
+  t.equal(parseApiDate('0001-01-01T00:00:00Z'), yearOne.getTime(), 'the years 0-99 are years, not 1900-1999')
+  t.equal(parseApiDate('Mon, 01 Jan 0001 00:00:00 GMT'), yearOne.getTime())
+  t.equal(parseApiDate('0099-02-29T00:00:00Z'), null, '0099 is no leap year')
   const now = Date.UTC(2026, 10, 22, 12)
   t.ok(dateWithinWindow(now - 5 * 60_000, now, null), 'default window: 5 minutes, inclusive')
   t.notOk(dateWithinWindow(now - 5 * 60_000 - 1000, now, null))

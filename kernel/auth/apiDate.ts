@@ -4,8 +4,10 @@ const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', '
 const weekdays = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat']
 
 function checkedUtc(year: number, month: number, day: number, hour: number, minute: number, second: number): number | null {
-  const time = Date.UTC(year, month, day, hour, minute, second)
-  const date = new Date(time)
+  const date = new Date(Date.UTC(2000, month, day, hour, minute, second))
+  // Set apart: Date.UTC reads the years 0-99 as 1900-1999.
+  date.setUTCFullYear(year, month, day)
+  const time = date.getTime()
   // Date.UTC rolls 31 Feb over to March; a real date survives the round trip.
   if (date.getUTCFullYear() !== year || date.getUTCMonth() !== month || date.getUTCDate() !== day) return null
   if (hour > 23 || minute > 59 || second > 59) return null
