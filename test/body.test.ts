@@ -26,6 +26,12 @@ t.test('request bodies', (t) =>
       t.equal(other.status, 415, `charset=${charset}`)
       t.equal(other.text, 'Error: The body must be JSON in UTF-8: Content-Type may name no charset but utf-8.')
     }
+    for (const encoding of ['gzip', 'br', 'deflate, gzip']) {
+      const compressed = await service.call('POST', '/Probe/Body', { rawBody: '{"Name":"x"}', headers: { 'content-encoding': encoding } })
+      t.equal(compressed.status, 415, `Content-Encoding: ${encoding} is not read as plain JSON`)
+      t.equal(compressed.text, 'Error: The body must be sent without Content-Encoding; compressed bodies are not accepted.')
+    }
+    t.equal((await service.call('POST', '/Probe/Body', { rawBody: '{"Name":"x"}', headers: { 'content-encoding': 'Identity' } })).status, 200, 'identity is no coding')
     const utf16 = await service.call('POST', '/Probe/Body', { rawBody: Buffer.from('\ufeff{"Name":"x"}', 'utf16le'), contentType: 'application/json; charset=utf-16' })
     t.equal(utf16.status, 415, 'a real UTF-16 body: 415, not "not valid JSON"')
     for (const contentType of ['application/json; charset="utf-8"', 'application/json;CHARSET=UTF-8', 'application/json;;;', 'application/json; ; charset=utf-8;', 'application/json; foo=bar']) {
@@ -131,6 +137,12 @@ t.test('formats (D12)', (t) =>
     t.equal(await formatFor('application/json;q=0, */*'), 'application/xml', 'a refused key format: */* stands for the next of ours')
     t.equal(await formatFor('application/json;q=0'), 'application/xml', 'the key format refused alone: another of ours')
     t.equal(await formatFor('*/*;q=0.1, application/json;q=0, text/csv;q=0.5'), 'text/csv')
+    t.equal(await formatFor('application/*'), 'application/json', 'application/* covers json and xml: the key format')
+    t.equal(await formatFor('text/*'), 'text/csv', 'text/* covers csv (and text/xml)')
+    t.equal(await formatFor('text/*, text/csv;q=0'), 'application/xml', 'text/* with csv refused: XML')
+    const noneOfOurs = await service.call('GET', '/Probe/Echo', { headers: { accept: 'application/json;q=0, application/xml;q=0, text/csv;q=0' } })
+    t.equal(noneOfOurs.status, 406, 'all three refused: not forced on the client')
+    t.equal(noneOfOurs.text, 'Error: The Accept header refuses every format of this service (json, xml, csv).')
     const twice = await service.call('GET', '/Probe/Echo?format=xml&format=csv')
     t.equal(twice.status, 400)
     t.equal(twice.text, 'Error: Query parameter format is given more than once.')

@@ -4,6 +4,7 @@ import type { ResponseFormat, Route } from '../plugin.ts'
 import { xmlName, xmlSafe } from './xmlSafe.ts'
 import { RawAnswer } from './rawAnswer.ts'
 import { answerValue, JsonText } from './jsonText.ts'
+import { ApiError } from './errors.ts'
 
 export interface Encoded {
   body: Buffer
@@ -18,46 +19,56 @@ export const contentTypes: Record<ResponseFormat, string> = {
   csv: 'text/csv; charset=utf-8',
 }
 
-const acceptFormats: Record<string, ResponseFormat> = {
-  'application/json': 'json',
-  'application/xml': 'xml',
-  'text/xml': 'xml',
-  'text/csv': 'csv',
+/** The formats each media range of an Accept header covers, in the order one is picked when the key's own is not among them. */
+const acceptRanges: Record<string, readonly ResponseFormat[]> = {
+  'application/json': ['json'],
+  'application/xml': ['xml'],
+  'text/xml': ['xml'],
+  'text/csv': ['csv'],
+  'application/*': ['json', 'xml'],
+  'text/*': ['csv', 'xml'],
+  '*/*': ['json', 'xml', 'csv'],
 }
 
 /**
  * The format an Accept header prefers among ours (RFC 9110 12.5.1): the highest q,
- * the first listed on a tie; q=0 means "not this one"; the any-type range stands for the key's
- * own format. Null when it names none of ours (the key's format then applies).
+ * the first listed on a tie; q=0 on a full type means "not this one" (the specific
+ * range wins over a wildcard); a wildcard range (the any-type range, `application/*`, `text/*`)
+ * stands for the key's own format when it covers it and that is not refused, else for
+ * the first it covers that is not. Null when it names none of ours (the key's format
+ * then applies); 406 when it refuses all three.
  */
 function acceptedFormat(accept: string, keyFormat: ResponseFormat): ResponseFormat | null {
-  const ranges: { format: ResponseFormat | '*'; quality: number }[] = []
+  const ranges: { covers: readonly ResponseFormat[]; wildcard: boolean; quality: number }[] = []
   for (const range of accept.toLowerCase().split(',')) {
     const [type, ...parameters] = range.split(';')
     const mediaType = type.trim()
-    const format = mediaType === '*/*' ? '*' : acceptFormats[mediaType]
-    if (format === undefined) continue
+    const covers = acceptRanges[mediaType]
+    if (covers === undefined) continue
     let quality = 1
     for (const parameter of parameters) {
       const [name, value] = parameter.split('=')
       if (name.trim() === 'q') quality = Number(value?.trim())
     }
-    if (quality >= 0 && quality <= 1) ranges.push({ format, quality })
+    if (quality >= 0 && quality <= 1) ranges.push({ covers, wildcard: mediaType.endsWith('/*'), quality })
   }
-  // q=0 refuses a format (RFC 9110 12.5.1: the specific range wins over */*), so */*
-  // stands for the key's format only while that is not refused, else for another of ours.
-  const refused = new Set(ranges.filter((range) => range.quality === 0 && range.format !== '*').map((range) => range.format))
-  const wildcard = [keyFormat, 'json', 'xml', 'csv'].find((format) => !refused.has(format as ResponseFormat)) as ResponseFormat | undefined
+  const refused = new Set(ranges.filter((range) => range.quality === 0 && !range.wildcard).map((range) => range.covers[0]))
+  const pick = (covers: readonly ResponseFormat[]) => (covers.includes(keyFormat) && !refused.has(keyFormat) ? keyFormat : covers.find((format) => !refused.has(format)))
   let best: ResponseFormat | null = null
   let bestQuality = 0
   for (const range of ranges) {
-    const format = range.format === '*' ? wildcard : range.format
-    if (format === undefined || refused.has(format) || !(range.quality > bestQuality)) continue
+    if (!(range.quality > bestQuality)) continue
+    const format = pick(range.covers)
+    if (format === undefined) continue
     best = format
     bestQuality = range.quality
   }
-  // Only refusals: the first of ours not refused (a key's format the client refused is never forced on it).
-  return best ?? (refused.size > 0 ? wildcard ?? null : null)
+  if (best !== null) return best
+  // Only refusals: the first of ours not refused; a key's format the client refused is never forced on it.
+  if (refused.size === 0) return null
+  const other = pick(acceptRanges['*/*'])
+  if (other === undefined) throw new ApiError('NOT_ACCEPTABLE', 'The Accept header refuses every format of this service (json, xml, csv).')
+  return other
 }
 
 /**

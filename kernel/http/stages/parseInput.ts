@@ -60,6 +60,11 @@ function checkInput(exchange: Exchange, query: Record<string, unknown>): void {
   exchange.query = query
 
   const raw = exchange.rawBody
+  // A compressed body read as JSON would be garbage or, worse, valid by chance (RFC 9110 8.4.1: 415).
+  const encoding = exchange.request.headers['content-encoding']
+  if (raw !== undefined && raw.length > 0 && encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+    throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The body must be sent without Content-Encoding; compressed bodies are not accepted.')
+  }
   if (!validateBody) return
   let body: unknown = {}
   if (raw !== undefined && raw.length > 0) {
