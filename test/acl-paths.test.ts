@@ -7,9 +7,9 @@ import { createGroup } from '../kernel/boot/bootstrap.ts'
 import { signedHeaders } from '../kernel/auth/signature.ts'
 import { request } from 'node:http'
 
-function exactPathStatus(port: number, path: string, headers: Record<string, string>): Promise<number> {
+function exactPathStatus(port: number, path: string, headers: Record<string, string>, target = `/v1.0${path}`): Promise<number> {
   return new Promise((resolve, reject) => {
-    request({ host: '127.0.0.1', port, path: `/v1.0${path}`, headers }, (response) => {
+    request({ host: '127.0.0.1', port, path: target, headers }, (response) => {
       response.resume()
       resolve(response.statusCode!)
     }).on('error', reject).end()
@@ -58,6 +58,10 @@ t.test('ACL on the wire', (t) =>
       }
       t.equal((await service.call('GET', '/Probe/Unlisted%2F..%2FEcho')).status, 404, 'encoded traversal is no route')
       t.equal((await service.call('GET', '/Probe/%55nlisted')).status, 403, 'an encoded letter reaches /Probe/Unlisted and its ACL decision')
+      const signed = signedHeaders(service.admin, 'GET', '/Probe/Echo')
+      t.equal(await exactPathStatus(service.port, '/Probe/Echo', signed, '/V1.0/Probe/Echo'), 200, 'the base path in another case')
+      t.equal(await exactPathStatus(service.port, '/Probe/Echo', signed, '/v1%2E0/Probe/Echo'), 404, 'a base path spelt with %-escapes is no route (its signed path would be cut mid-escape)')
+      t.equal(await exactPathStatus(service.port, '/Probe/Echo#x', signedHeaders(service.admin, 'GET', '/Probe/Echo#x')), 400, 'a fragment is never sent: 400')
     })
 
     await t.test('a key only reaches what its groups allow', async (t) => {

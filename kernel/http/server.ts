@@ -70,6 +70,8 @@ export function createServer(options: HttpServerOptions): HttpServer {
   const { config, routes, pipelines, clock, report, outsideBasePath } = options
   const { pipelineFor, unrouted } = pipelines
   const basePathLength = config.basePath.length
+  const basePathLower = config.basePath.toLowerCase()
+  const underBasePath = (url: string) => url.startsWith(config.basePath) || url.slice(0, basePathLength).toLowerCase() === basePathLower
 
   // Calls still being handled: close() waits for them even when their client has gone,
   // so no handler runs on against a closed log queue or database.
@@ -84,10 +86,12 @@ export function createServer(options: HttpServerOptions): HttpServer {
     // HTTP/1.1 requires Host, exactly once (RFC 9112 3.2); node:http's own refusal had
     // no body. A second Host line is joined to the first (joinDuplicateHeaders below).
     const host = request.headers.host
-    if ((host === undefined && request.httpVersionMinor === 1) || host?.includes(',')) {
+    const badHost = (host === undefined && request.httpVersionMinor === 1) || host?.includes(',')
+    // A fragment is the client's own (RFC 9112 3.2): one sent would be signed, routed or dropped at a guess.
+    if (badHost || request.url?.includes('#')) {
       response.shouldKeepAlive = false
       if (!request.complete) lingerOnClose(request)
-      return send(response, errorAnswer(host === undefined ? 'Error: The Host header is required.' : 'Error: The Host header must be given once.', 400))
+      return send(response, errorAnswer(!badHost ? 'Error: A request target must not hold a fragment (#).' : host === undefined ? 'Error: The Host header is required.' : 'Error: The Host header must be given once.', 400))
     }
     // The absolute form (`GET http://host/v1.0/...`, RFC 9112 3.2.2, as sent through a
     // forward proxy): signed, routed and logged as its origin form, the path a client signs.
@@ -95,7 +99,9 @@ export function createServer(options: HttpServerOptions): HttpServer {
     if (outsideBasePath?.(request, response)) return
     const url = request.url ?? '/'
     const queryAt = url.indexOf('?')
-    const mounted = routes.find(request.method ?? 'GET', queryAt === -1 ? url : url.slice(0, queryAt))
+    // The signed path is what follows the base path as sent; a base path spelt with
+    // %-escapes (which the router decodes) would leave it cut mid-escape, so it routes nowhere.
+    const mounted = underBasePath(url) ? routes.find(request.method ?? 'GET', queryAt === -1 ? url : url.slice(0, queryAt)) : null
     const exchange = new Exchange(request, mounted ?? noRoute, basePathLength, clock())
     let continued = false
     if (expectsContinue) {
