@@ -5,6 +5,8 @@
  * whole or not at all (Database.insertMany). SQLite and MariaDB.
  */
 import t from 'tap'
+import { request } from 'node:http'
+import { signedHeaders } from '../kernel/auth/signature.ts'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
 import { insertKey } from './helpers/keys.ts'
 import { CallLog } from '../kernel/callLog/callLog.ts'
@@ -238,6 +240,36 @@ t.test('POST /Api/Read/History', (t) =>
       const answer = await service.call('POST', '/Api/Read/History', { key, body })
       t.equal(answer.status, 400, JSON.stringify(body))
     }
+  }),
+)
+
+/** A signed POST whose body arrives `lagMs` after its headers, as a slow upload's does; resolves with its request id. */
+function slowUpload(service: Service, path: string, body: string, lagMs: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const headers = { ...signedHeaders(service.admin, 'POST', path, body), 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }
+    const call = request({ host: '127.0.0.1', port: service.port, method: 'POST', path: `/v1.0${path}`, headers }, (response) => {
+      response.resume()
+      response.on('end', () => resolve(Number(response.headers['x-requestid'])))
+    }).on('error', reject)
+    call.write(body.slice(0, 1))
+    setTimeout(() => call.end(body.slice(1)), lagMs)
+  })
+}
+
+t.test('History: a call whose body came slowly is found by its own RequestTime', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    // The request id is made once the body is in; RequestTime is the request's arrival.
+    const id = await slowUpload(service, '/People/Update/OneChange', JSON.stringify({ FirstName: 'Slow', LastName: 'Upload' }), 1300)
+    const record = await service.call('POST', '/Api/Read/Log', { body: { LogRequestId: id } })
+    const second = record.json.RequestTime
+    const found = await service.call('POST', '/Api/Read/History', { body: { From: second, To: second, Function: '/People/Update/OneChange' } })
+    t.same(found.json.Calls.map((call: { Id: number }) => call.Id), [id], 'From = To = its RequestTime')
+    const after = new Date(Date.parse(second) + 1000).toUTCString()
+    const later = await service.call('POST', '/Api/Read/History', { body: { From: after, Function: '/People/Update/OneChange' } })
+    t.equal(later.json.Total, 0, 'and not by the second its id was made in')
+    const usage = await service.call('POST', '/Api/Read/Usage', { body: {} })
+    t.equal(usage.status, 200, usage.text)
   }),
 )
 

@@ -147,7 +147,8 @@ const schema = {
       required: ['headersMs', 'requestMs', 'keepAliveMs', 'maxHeaderSize'],
       properties: {
         headersMs: { type: 'integer', minimum: 100, maximum: 30000 },
-        requestMs: { type: 'integer', minimum: 100 },
+        // At most an hour: a call's log record is found by its arrival within that of its id (requestId.ts).
+        requestMs: { type: 'integer', minimum: 100, maximum: 3_600_000 },
         keepAliveMs: { type: 'integer', minimum: 100 },
         maxHeaderSize: { type: 'integer', minimum: 1024, maximum: 1048576 },
       },

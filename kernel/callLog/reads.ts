@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
-import { firstIdAt, nodeOfId, timeOfId } from './requestId.ts'
+import { firstIdAt, idLagLimitMs, nodeOfId, timeOfId } from './requestId.ts'
 import { httpDate } from '../auth/apiDate.ts'
 import type { LogRecord } from '../plugin.ts'
 import type { CallLogQueue } from './queue.ts'
@@ -53,8 +53,9 @@ export class CallLogReads {
   }
 
   /**
-   * A key's calls, newest first. The time range is applied to the request id (its time
-   * part), so the (key_id, id) index serves the filter, the order and the page alike.
+   * A key's calls, newest first. The time range is RequestTime's, bounded first by the
+   * request id (its time part), so the (key_id, id) index serves the filter, the order
+   * and the page alike.
    * Queued records are written first, so the page includes every answered call.
    */
   async history(keyId: number, options: { page: number; size: number; from?: number; to?: number; apiFunction?: string }) {
@@ -64,8 +65,9 @@ export class CallLogReads {
     // a margin: a process that has just started writes its first batches slower).
     if (await this.othersServing()) await new Promise((resolve) => setTimeout(resolve, this.options.flushMs * 2 + 150))
     let query = this.db.selectFrom('api_log').where('key_id', '=', keyId)
-    if (options.from !== undefined) query = query.where('id', '>=', firstIdAt(options.from))
-    if (options.to !== undefined) query = query.where('id', '<', firstIdAt(options.to + 1))
+    // The id bounds the index scan; RequestTime (the arrival, which comes before the id) decides.
+    if (options.from !== undefined) query = query.where('id', '>=', firstIdAt(options.from)).where('request_time', '>=', options.from)
+    if (options.to !== undefined) query = query.where('id', '<', firstIdAt(options.to + 1 + idLagLimitMs)).where('request_time', '<=', options.to)
     // Paths are case-insensitive (D1); the key's id range is small enough to compare lowered.
     if (options.apiFunction !== undefined) query = query.where((eb) => eb(eb.fn('lower', ['api_function']), '=', options.apiFunction!.toLowerCase()))
     const [{ total }] = await query.select((eb) => eb.fn.countAll<number>().as('total')).execute()

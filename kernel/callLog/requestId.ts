@@ -64,6 +64,12 @@ export function firstIdAt(timeMs: number): number {
   return Math.max(0, timeMs - epoch) * lowBits
 }
 
+/**
+ * How much later than its request's arrival (RequestTime) an id can be made: once the
+ * body is in, so at most `timeouts.requestMs`, which config caps at this.
+ */
+export const idLagLimitMs = 3_600_000
+
 export function timeOfId(id: number): number {
   return Math.floor(id / lowBits) + epoch
 }

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
 import type { CallLogQueue } from './queue.ts'
-import { firstIdAt } from './requestId.ts'
+import { firstIdAt, idLagLimitMs } from './requestId.ts'
 
 /** Whose calls: one key's, or every key of a tenant (custno 0: the whole parent). */
 export type UsageScope = { keyId: number } | { parent: number; custno: number }
@@ -25,8 +25,8 @@ export const maxUsageSpanMs = 31 * 86_400_000
 
 /**
  * The call log summed per time bucket and status (the console's Usage page, POST
- * /Api/Read/Usage). The time range is applied to the request id (its time part), so
- * the (key_id, id) index bounds the scan; the bucket is request_time minus its
+ * /Api/Read/Usage). The time range is request_time's, bounded first by the request id
+ * (its time part), so the (key_id, id) index bounds the scan; the bucket is request_time minus its
  * remainder, the same expression on SQLite and MySQL. Queued records are written first,
  * so the calls just answered are counted.
  */
@@ -37,7 +37,9 @@ export async function callUsage(db: Kysely<CoreTables>, queue: CallLogQueue, sco
   const bucket = sql<number>`request_time - (request_time % ${sql.lit(step)})`
   let select = db.selectFrom('api_log')
     .where('id', '>=', firstIdAt(query.from))
-    .where('id', '<', firstIdAt(query.to + 1))
+    .where('id', '<', firstIdAt(query.to + 1 + idLagLimitMs))
+    .where('request_time', '>=', query.from)
+    .where('request_time', '<=', query.to)
   if ('keyId' in scope) {
     select = select.where('key_id', '=', scope.keyId)
   } else {
