@@ -1,13 +1,15 @@
 /**
  * The SQLite store failing under the service: the file locked by another process, and
  * the data folder's disk full. Each answers 503 (never a crash or a half-written
- * record), the service keeps answering what needs no write, and it recovers by itself.
+ * record), the service keeps answering what needs no write (on a locked file even
+ * while a write waits for the lock), and it recovers by itself.
  */
 import t from 'tap'
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import SQLite from 'better-sqlite3'
 import { startService } from './helpers/service.ts'
 
@@ -17,17 +19,35 @@ t.test('the SQLite file locked by another process', async (t) => {
   t.teardown(() => other.close())
   const person = { FirstName: 'Locked', LastName: 'Out' }
   t.equal((await service.call('POST', '/People/Update/OneChange', { body: person })).status, 200)
+  t.equal((await service.call('GET', '/Api/Read/Acl')).status, 200, 'the ACL answer is cached from here on')
 
   other.exec('begin exclusive')
   const started = Date.now()
-  const refused = await service.call('POST', '/People/Update/OneChange', { body: person })
-  t.equal(refused.status, 503, `a write waits for the lock (busy_timeout), then answers 503 after ${Date.now() - started} ms`)
+  let writeAnswered = false
+  const write = service.call('POST', '/People/Update/OneChange', { body: person }).finally(() => (writeAnswered = true))
+  // The write waits for the lock by now. SQLite's own wait (busy_timeout) stopped the
+  // whole process, this test's timers included, until the write gave up.
+  await sleep(300)
+  const health = await fetch(`http://127.0.0.1:${service.port}/healthz`)
+  t.equal(health.status, 200, '/healthz answers while a write waits for the lock')
+  const acl = await service.call('GET', '/Api/Read/Acl')
+  t.same([acl.status, acl.headers.get('x-cache')], [200, 'HIT'], 'a cached answer too')
+  const read = await service.call('POST', '/people/read/list', { body: {} })
+  t.same([read.status, read.json?.Total], [200, 1], 'and a plain read')
+  t.notOk(writeAnswered, 'all of them before the write gave up')
+  t.ok(Date.now() - started < 2000, `all of them at once (${Date.now() - started} ms after the write began)`)
+  const refused = await write
+  t.equal(refused.status, 503, `the write waits for the lock, then answers 503 after ${Date.now() - started} ms`)
   t.equal(refused.text, 'Error: Service temporarily unavailable, try again shortly.')
-  other.exec('rollback')
 
+  // A write that meets the lock and outlives it is written once the lock is gone.
+  const waiting = service.call('POST', '/People/Update/OneChange', { body: person })
+  await sleep(300)
+  other.exec('rollback')
+  t.equal((await waiting).status, 200, 'a write waiting when the lock goes is written')
   t.equal((await service.call('POST', '/People/Update/OneChange', { body: person })).status, 200, 'writes work again once the lock is gone')
   const people = await service.call('POST', '/people/read/list', { body: {} })
-  t.equal(people.json.Total, 2, 'the refused write left no record behind')
+  t.equal(people.json.Total, 3, 'the refused write left no record behind')
   t.equal(other.pragma('integrity_check', { simple: true }), 'ok', 'the file is intact')
 })
 

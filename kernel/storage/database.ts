@@ -1,12 +1,13 @@
 import { chmodSync, mkdirSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
-import { Kysely, MysqlDialect, SqliteDialect, sql, type CreateTableBuilder, type Insertable } from 'kysely'
+import { Kysely, MysqlDialect, sql, type CreateTableBuilder, type Insertable } from 'kysely'
 import SQLite from 'better-sqlite3'
 import { LRUCache } from 'lru-cache'
 import type { PoolOptions } from 'mysql2'
 import type { CoreTables } from './coreTables.ts'
 import { sqliteWriterThread } from './sqliteWriterThread.ts'
+import { WaitingSqliteDialect } from './sqliteDriver.ts'
 import { mysqlWriterThread } from './mysqlWriterThread.ts'
 import { defaultQueryTimeoutMs, timeLimitedPool } from './mysqlTimeLimit.ts'
 import type { WriterThread } from './writerThread.ts'
@@ -49,7 +50,7 @@ export interface Database {
    * MySQL each statement and each wait for a connection then ends within it or fails as
    * an outage (D6: 503). Called once the start's work is done (migrations, start locks
    * may rightly take longer). insertMany's writer thread has it from the first batch.
-   * SQLite needs none: its waits end at busy_timeout.
+   * SQLite needs none: its waits for a locked file end after sqliteBusyWaitMs.
    */
   limitQueryTime(): void
   close(): Promise<void>
@@ -65,6 +66,13 @@ export interface DatabaseOptions {
 /** SQLite's page size for a new database file, and the request thread's page cache (below). */
 const sqlitePageBytes = 8192
 const sqliteCacheKib = 16 * 1024
+
+/**
+ * How long a request-thread statement waits for a SQLite file locked by another
+ * connection before it fails as an outage (D6: 503). It waits off the event loop
+ * (sqliteDriver.ts); the writer thread waits as long in SQLite (busy_timeout).
+ */
+const sqliteBusyWaitMs = 5000
 
 /**
  * `checkpointInBackground` (the service's own database, not the CLI's): SQLite's WAL
@@ -90,7 +98,10 @@ export function openDatabase(options: DatabaseOptions, { checkpointInBackground 
   // 4.1-6.4 s, against 2.3-2.6 s in most runs with 16 MiB (32 MiB gained nothing more).
   // Memory is taken as pages are read, up to this bound per process (benchmarks.md).
   file.pragma(`cache_size = -${sqliteCacheKib}`)
-  file.pragma('busy_timeout = 5000')
+  // No wait inside SQLite from here on: it would stop the event loop (every call, /healthz)
+  // for as long as another program holds the file's write lock. WaitingSqliteDialect
+  // waits on a timer instead. (The pragmas above waited at start, SQLite's default.)
+  file.pragma('busy_timeout = 0')
   file.pragma('foreign_keys = ON')
   const writer = sqliteWriterThread(file, path, { checkpointEveryMs: checkpointInBackground ? 200 : null })
   const listValues = valueListers(crossing)
@@ -108,8 +119,8 @@ export function openDatabase(options: DatabaseOptions, { checkpointInBackground 
       if (text === 'rollback' && !file.inTransaction) return nothingToRollBack
       // Kysely begins deferred: a transaction that reads, then writes, fails at once with
       // SQLITE_BUSY_SNAPSHOT (a 503) when another connection (WORKERS > 1 on one file)
-      // committed in between. Immediate takes the write lock at the start, waiting
-      // busy_timeout for it, so such a transaction waits its turn instead of failing.
+      // committed in between. Immediate takes the write lock at the start (waiting for it
+      // as WaitingSqliteDialect does), so such a transaction waits its turn instead of failing.
       if (text === 'begin') text = 'begin immediate'
       let statement = statements.get(text)
       if (statement === undefined) {
@@ -118,9 +129,12 @@ export function openDatabase(options: DatabaseOptions, { checkpointInBackground 
       }
       return statement
     },
+    get inTransaction() {
+      return file.inTransaction
+    },
     close: () => file.close(),
   }
-  const db = new Kysely<CoreTables>({ dialect: new SqliteDialect({ database }) })
+  const db = new Kysely<CoreTables>({ dialect: new WaitingSqliteDialect(database, sqliteBusyWaitMs) })
   return {
     dialect: 'sqlite',
     db,

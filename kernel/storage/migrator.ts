@@ -26,7 +26,7 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, owner: string, 
   if (names.every((name) => done.has(name))) return
   if (dialect === 'mysql') return migrateLocked(db, table, owner, migrations, names, applied)
   for (const name of names) {
-    // BEGIN IMMEDIATE takes SQLite's write lock: a second process waits (busy_timeout), then sees the row.
+    // BEGIN IMMEDIATE takes SQLite's write lock: a second process waits for it (WaitingSqliteDialect), then sees the row.
     await db.connection().execute(async (connection) => {
       await sql`begin immediate`.execute(connection)
       try {
