@@ -35,6 +35,13 @@ t.test('metrics count calls, refusals and cache hits', async (t) => {
     const limited = await insertKey(service, { max_hits: '1/1Min' })
     t.equal((await service.call('GET', '/Api/Read/Limits', { key: limited })).status, 200)
     t.equal((await service.call('GET', '/Api/Read/Limits', { key: limited })).status, 429)
+    const spent = await insertKey(service, { credits: 0 })
+    const noCredits = await service.call('GET', '/Access/Level/List', { key: spent })
+    t.equal(noCredits.status, 429, noCredits.text)
+    const guesser = await insertKey(service)
+    let guessed = 0
+    for (let guess = 0; guess < 11; guess++) guessed = (await service.call('POST', '/Api/Create/Key', { key: guesser, today: '00000000', body: { Display_Name: 'x', GroupId: 1 } })).status
+    t.equal(guessed, 429, 'the eleventh wrong day code is a lockout')
     t.equal((await service.call('GET', '/No/Such/Route')).status, 404)
     t.equal((await service.call('POST', '/Api/Read/Keys', { body: {} })).status, 404, 'a known path, another method')
 
@@ -49,9 +56,11 @@ t.test('metrics count calls, refusals and cache hits', async (t) => {
     t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'unknown_key' }), 1)
     t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'bad_signature' }), 1)
     t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'bad_date' }), 1)
-    t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'day_code' }), 1)
+    t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'day_code' }), 11, 'the call without one and the ten wrong ones')
     t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'other' }), 0, 'every 401 text is classified')
     t.equal(sample(f, 'keygate_rate_limit_refusals_total', { route: '/Api/Read/Limits' }), 1)
+    t.equal(sample(f, 'keygate_credit_refusals_total', { route: '/Access/Level/List' }), 1, 'a key out of credits')
+    t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'day_code_lockout' }), 1, 'is no day-code lockout; the guesser\'s is')
     // /Api/Read/Acl is cached: the first call fills the cache, the next two are hits.
     t.equal(sample(f, 'keygate_response_cache_lookups_total', { route: '/Api/Read/Acl' }), 3)
     t.equal(sample(f, 'keygate_response_cache_hits_total', { route: '/Api/Read/Acl' }), 2)

@@ -9,6 +9,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Exchange } from '../http/exchange.ts'
 import type { Stage } from '../http/pipeline.ts'
 import { isStoreOutage } from '../storage/database.ts'
+import { dayCodeLockoutText } from '../http/stages/verify.ts'
 
 /** 401 texts (kernel/auth, kernel/http/stages/authenticate.ts) by reason: a small fixed label set. */
 const refusalReasons: [prefix: string, reason: string][] = [
@@ -48,6 +49,7 @@ export class KernelMetrics {
   private readonly latency: Histogram<'route' | 'method'>
   private readonly authRefusals: Counter<'reason'>
   private readonly rateLimitRefusals: Counter<'route'>
+  private readonly creditRefusals: Counter<'route'>
   private readonly cacheLookups: Counter<'route'>
   private readonly cacheHits: Counter<'route'>
   private readonly flushSeconds: Histogram
@@ -65,6 +67,7 @@ export class KernelMetrics {
     })
     this.authRefusals = new Counter({ name: 'keygate_auth_refusals_total', help: 'Calls refused with 401 (and day-code lockouts), by reason.', labelNames: ['reason'], registers })
     this.rateLimitRefusals = new Counter({ name: 'keygate_rate_limit_refusals_total', help: 'Calls refused with 429 by a MaxHits window, by canonical route.', labelNames: ['route'], registers })
+    this.creditRefusals = new Counter({ name: 'keygate_credit_refusals_total', help: 'Calls refused with 429 because their key has no credits left, by canonical route.', labelNames: ['route'], registers })
     this.cacheLookups = new Counter({ name: 'keygate_response_cache_lookups_total', help: 'Calls of a cached route that looked in the response cache.', labelNames: ['route'], registers })
     this.cacheHits = new Counter({ name: 'keygate_response_cache_hits_total', help: 'Calls answered from the response cache.', labelNames: ['route'], registers })
     this.flushSeconds = new Histogram({ name: 'keygate_call_log_flush_seconds', help: 'Time to write one batch of call-log records.', buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5], registers })
@@ -100,7 +103,8 @@ export class KernelMetrics {
         if (answer.status === 401) this.authRefusals.inc({ reason: refusalReason(answer.body) })
         else if (answer.status === 429) {
           if (exchange.rate !== null && !exchange.rate.allowed) this.rateLimitRefusals.inc({ route })
-          else this.authRefusals.inc({ reason: 'day_code_lockout' })
+          else if (answer.body.toString('utf8') === dayCodeLockoutText) this.authRefusals.inc({ reason: 'day_code_lockout' })
+          else this.creditRefusals.inc({ route })
         }
         if (exchange.cacheKey !== null) {
           this.cacheLookups.inc({ route })

@@ -26,11 +26,14 @@ export interface VerifyDependencies {
  * the key needs one. Only then is the caller established: the request id is assigned,
  * so every later answer (403, 429, 400, 200) carries one and is logged under the key.
  */
+/** The 429 of a key blocked for wrong day codes (the metrics tell it from other 429s by it). */
+export const dayCodeLockoutText = 'Error: Too many wrong day codes; try again later.'
+
 export function verifyStage(deps: VerifyDependencies): Stage {
   const { lookupAcl, rateLimits, requestIds, signatures, daySecret, clock } = deps
 
   const tooManyGuesses = (blockedMs: number) =>
-    new ApiError('TOO_MANY_REQUESTS', 'Error: Too many wrong day codes; try again later.', { 'Retry-After': String(Math.ceil(blockedMs / 1000)) })
+    new ApiError('TOO_MANY_REQUESTS', dayCodeLockoutText, { 'Retry-After': String(Math.ceil(blockedMs / 1000)) })
 
   async function checkDayCode(caller: CallerKey, code: string | undefined): Promise<void> {
     // A right code (however many calls send it at once) passes unless the key is blocked.
