@@ -90,3 +90,17 @@ t.test('a call answered while the service drains gets Connection: close and its 
   t.ok(closedAt - answeredAt < 1000, 'the connection ended with the answer, not after the keep-alive time')
   await closing
 })
+
+t.test('a connection with no call in flight does not hold the stop: a silent one, one with half its headers', async (t) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const silent = connect(service.port, '127.0.0.1')
+  const halfway = connect(service.port, '127.0.0.1')
+  for (const socket of [silent, halfway]) socket.on('error', () => undefined)
+  await Promise.all([silent, halfway].map((socket) => new Promise<void>((done) => socket.once('connect', () => done()))))
+  halfway.write('GET /v1.0/Api/Read/Acl HTTP/1.1\r\nHost: 127.0.0.1\r\n')
+  await new Promise((done) => setTimeout(done, 100))
+  const started = Date.now()
+  await service.kernel.close()
+  t.ok(Date.now() - started < 3000, `closed in ${Date.now() - started} ms, not after timeouts.requestMs`)
+  t.ok(silent.destroyed || silent.readableEnded || (await new Promise((done) => silent.once('close', () => done(true)))), 'the silent connection was ended')
+})

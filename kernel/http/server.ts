@@ -153,6 +153,12 @@ export function createServer(options: HttpServerOptions): HttpServer {
   // credential or X-Forwarded-* line after them would go unseen (a repeated x-apikey,
   // the line a trusted proxy appends). No count limit: maxHeaderSize bounds the headers.
   server.maxHeadersCount = 0
+  // Open connections, so close() can end those with no call in flight (below).
+  const connections = new Set<Duplex>()
+  server.on(config.tls ? 'secureConnection' : 'connection', (socket: Duplex) => {
+    connections.add(socket)
+    socket.once('close', () => connections.delete(socket))
+  })
   // CONNECT (a tunnel) is no call of this service; without a listener node:http closes
   // the socket without a word.
   server.on('connect', (request: IncomingMessage, socket: Duplex) => {
@@ -195,6 +201,12 @@ export function createServer(options: HttpServerOptions): HttpServer {
         if (!server.listening) return resolve()
         server.close(() => resolve())
         server.closeIdleConnections()
+        // closeIdleConnections leaves a connection that has not sent a whole request (a
+        // preconnect, headers under way), and node:http's header timeout stops with
+        // close(): without a call in flight (node:http's _httpMessage) it ends now.
+        for (const socket of connections) {
+          if ((socket as { _httpMessage?: unknown })._httpMessage == null) socket.destroy()
+        }
         // In-flight calls get their time; a client that never lets go does not hold us up.
         setTimeout(() => server.closeAllConnections(), config.timeouts.requestMs).unref()
       })
