@@ -189,6 +189,39 @@ t.test('a Source_Id with trailing spaces is the same Source_Id', (t) =>
   }),
 )
 
+// docs/people.md: "an empty cell clears that field". A CSV cell is never null, so an empty
+// Gender cell (and JSON's "") must clear Gender to its default U, not reject the row.
+t.test('an empty Gender cell or "" clears Gender (U), in CSV and JSON', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const first = (await service.call('POST', '/people/update/importinit', { body: {} })).json.ImportId
+    const csv = ['Source_Id,LastName,Gender,Birthday,Email', 'G1,One,F,,', 'G2,Two,,,', 'G3,Three,X,,'].join('\n')
+    const csvBatch = await service.call('POST', '/people/update/importmass', { body: { ImportId: first, Csv: csv } })
+    t.equal(csvBatch.status, 200, csvBatch.text)
+    t.match(csvBatch.json, { Rows: 3, Added: 2, Rejected: 1 }, 'only the row with a real bad Gender is rejected')
+    t.match(csvBatch.json.Rejections[0], { Row: 3, Source_Id: 'G3', Reason: 'Gender must be one of M, F, U, "", null.' })
+    const json = await service.call('POST', '/people/update/importmass', {
+      body: { ImportId: first, People: [{ Source_Id: 'J1', LastName: 'Json', Gender: '' }, { Source_Id: 'J2', LastName: 'Null', Gender: null }] },
+    })
+    t.equal(json.status, 200, json.text)
+    t.match(json.json, { Added: 2, Rejected: 0 })
+    const genders = async () => Object.fromEntries((await service.call('GET', '/People/Read/Missing')).json.People
+      .map((person: { Source_Id: string; Gender: string }) => [person.Source_Id, person.Gender]))
+    t.same(await genders(), { G1: 'F', G2: 'U', J1: 'U', J2: 'U' })
+    t.match((await service.call('POST', '/people/update/importterm', { body: { ImportId: first } })).json, { Terminated: 0 })
+
+    // The next sync empties G1's cell: she changes to U; G2's empty cell again is no change.
+    const second = (await service.call('POST', '/people/update/importinit', { body: {} })).json.ImportId
+    const again = await service.call('POST', '/people/update/importmass', {
+      body: { ImportId: second, Csv: 'Source_Id,LastName,Gender\r\nG1,One,\r\nG2,Two,\r\nJ1,Json,\r\nJ2,Null,' },
+    })
+    t.equal(again.status, 200, again.text)
+    t.match(again.json, { Rows: 4, Added: 0, Changed: 1, Unchanged: 3, Rejected: 0 })
+    t.match((await service.call('POST', '/people/update/importterm', { body: { ImportId: second } })).json, { Terminated: 0 }, 'no one lost to a blank Gender')
+    t.same(await genders(), { G1: 'U', G2: 'U', J1: 'U', J2: 'U' })
+  }),
+)
+
 // Two imports open at once (a retried sync, or a customer's and a parent-wide one): each
 // importterm terminates only the people neither it nor a newer import delivered.
 t.test('overlapping imports do not terminate the people the other one delivered', (t) =>

@@ -143,6 +143,13 @@ t.test('single-person updates answer the person as stored', (t) =>
 
     const changed = await service.call('POST', '/People/Update/OneChange', { body: { Id: created.Id, Title: 'Boss', Email: null } })
     t.match(changed.json, { Id: created.Id, FirstName: 'Ann', Title: 'Boss', Email: '' }, 'only the given fields change; null clears')
+    // "" clears Gender as it clears every other field: the default U.
+    const female = await service.call('POST', '/People/Update/OneChange', { body: { Id: created.Id, Gender: 'F' } })
+    t.equal(female.json.Gender, 'F', female.text)
+    const cleared = await service.call('POST', '/People/Update/OneChange', { body: { Id: created.Id, Gender: '' } })
+    t.equal(cleared.status, 200, cleared.text)
+    t.equal(cleared.json.Gender, 'U', 'Gender "" stores the default U')
+    t.equal((await service.call('POST', '/People/Update/OneChange', { body: { LastName: 'Blank', Gender: '' } })).json.Gender, 'U', 'also on create')
 
     const refusals: [unknown, RegExp][] = [
       [{ FirstName: 'No last name' }, /^Error: LastName is required/],
@@ -156,7 +163,7 @@ t.test('single-person updates answer the person as stored', (t) =>
       [{ FirstName: 'Blank', LastName: '   ' }, /^Error: LastName is required/],
       [{ Id: created.Id, LastName: ' \t ' }, /^Error: LastName cannot be emptied/],
       [{ LastName: 'X', Source_Id: 'HR-1 \t' }, /^Error: Source_Id 'HR-1' is already used/],
-      [{ LastName: 'X', Gender: 'Q' }, /^Error: Gender must be one of M, F, U, null\.$/],
+      [{ LastName: 'X', Gender: 'Q' }, /^Error: Gender must be one of M, F, U, "", null\.$/],
       [{ Id: 999999, Title: 'x' }, /^Error: Person 999999 not found/],
     ]
     for (const [body, message] of refusals) {

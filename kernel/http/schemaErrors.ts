@@ -27,7 +27,7 @@ export function describeSchemaError(error: ErrorObject, where: 'body' | 'query')
       return `${field ? field + '.' : ''}${name} is not a known ${kind}.`
     }
     case 'enum':
-      return `${field || where} must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.map((value) => value === null ? 'null' : String(value)).join(', ')}.`
+      return `${field || where} must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.map((value) => value === null ? 'null' : value === '' ? '""' : String(value)).join(', ')}.`
     case 'type':
       return `${field || where} must be ${typeList((error.params as { type: string | string[] }).type)}.`
     case 'minLength':

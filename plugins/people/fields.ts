@@ -46,7 +46,8 @@ export const editableFields: readonly EditableField[] = [
 export const genders = ['M', 'F', 'U'] as const
 
 function fieldSchema(field: EditableField): object {
-  if (field.kind === 'gender') return { enum: [...genders, null] }
+  // "" clears like null (an empty CSV cell is never null): both store the default U.
+  if (field.kind === 'gender') return { enum: [...genders, '', null], description: 'M, F or U; "" or null clears it (U).' }
   // The address form is checked by columnsFromInput, whose 400 says it in words (a schema pattern would show the regex).
   if (field.kind === 'email') return { type: ['string', 'null'], maxLength: field.maxLength, description: 'An e-mail address such as name@example.com, or "".' }
   return { type: ['string', 'null'], maxLength: field.maxLength }
