@@ -129,6 +129,15 @@ t.test('only the key that made the call reads its record; unknown ids look the s
       t.match(answer.text, /^Error: /)
     }
     t.equal((await service.call('POST', '/Api/Read/Log')).status, 400, 'no body: 400')
+    // The digits as a string are judged as the number they spell: the same 400, never a 404 or a rounded id.
+    for (const [number, text] of [[0, '0'], [0, '0000'], [Number.MAX_SAFE_INTEGER + 1, '9007199254740992'], [1e16, '9999999999999999']] as const) {
+      const asNumber = await service.call('POST', '/Api/Read/Log', { body: { LogRequestId: number } })
+      const asText = await service.call('POST', '/Api/Read/Log', { body: { LogRequestId: text } })
+      t.equal(asNumber.status, 400, `${number}: 400`)
+      t.equal(asText.status, 400, `"${text}": 400`)
+      t.equal(asText.text, asNumber.text, `"${text}" is refused as ${number} is`)
+    }
+    t.equal((await service.call('POST', '/Api/Read/Log', { body: { LogRequestId: String(Number.MAX_SAFE_INTEGER) } })).status, 404, 'the largest id is looked up')
   }),
 )
 

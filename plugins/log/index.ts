@@ -48,6 +48,18 @@ const historySchema = {
 }
 
 interface LogRequest { LogRequestId: number | string }
+
+/**
+ * The id a LogRequestId names. Its digits are judged as the number they spell, with the
+ * number's own 400s: "0" is no id, and past 2^53 - 1 Number() would round to another one.
+ */
+function logRequestId(given: number | string): number {
+  if (typeof given === 'number') return given
+  const id = BigInt(given)
+  if (id < 1n) throw badRequest('LogRequestId must be >= 1.')
+  if (id > BigInt(Number.MAX_SAFE_INTEGER)) throw badRequest(`LogRequestId must be <= ${Number.MAX_SAFE_INTEGER}.`)
+  return Number(id)
+}
 interface HistoryRequest { page?: number; size?: number; From?: string; To?: string; Function?: string; from?: string; to?: string; function?: string }
 
 /** A filter given in either spelling (From or from), never both; with the name it was given by, for errors. */
@@ -73,7 +85,8 @@ function inputTime(filter: { value: string; given: string } | undefined, parse: 
 }
 
 async function readLog(kernel: KernelServices, caller: CallerKey, body: LogRequest) {
-  const record = caller.anonymous ? undefined : await kernel.callLog.find(Number(body.LogRequestId), caller.id)
+  const id = logRequestId(body.LogRequestId)
+  const record = caller.anonymous ? undefined : await kernel.callLog.find(id, caller.id)
   if (!record) throw notFound(noSuchRecord)
   // The declared record of interface 2.3 in its declared order, then the two extras of D8.
   return {
