@@ -99,6 +99,8 @@ t.test('after/Next walks each listing like page numbers do', (t) =>
 
     // Bad cursors: 400, Error: ..., nothing else.
     const made = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
+    const realCursor = JSON.parse(Buffer.from(json.Next, 'base64url').toString('utf8')) as unknown[]
+    t.equal(last.Total, 24)
     for (const [parameters, message] of [
       [{ after: 'not a cursor!' }, /^Error: after 'not a cursor!' is not a cursor of this listing/],
       [{ after: made(['LastName,FirstName', 1, 'x']) }, /^Error: after '.*' is not a cursor of this listing/],
@@ -106,6 +108,9 @@ t.test('after/Next walks each listing like page numbers do', (t) =>
       [{ after: made(['LastName,FirstName', 3, 'x', 'y', 'one']) }, /is not a cursor of this listing/],
       [{ after: made({ a: 1 }) }, /is not a cursor of this listing/],
       [{ after: Buffer.from('{"').toString('base64url') }, /is not a cursor of this listing/],
+      // A real row's key with a position past the listing's Total (24 people): hand-made.
+      [{ after: made([...realCursor.slice(0, 1), 25, ...realCursor.slice(2)]) }, /^Error: after '.*' is not a cursor of this listing; use the Next of a previous answer\.$/],
+      [{ after: made([...realCursor.slice(0, 1), Number.MAX_SAFE_INTEGER, ...realCursor.slice(2)]) }, /is not a cursor of this listing/],
       [{ after: json.Next, sort: '-Dept' }, /^Error: after was made for sort 'LastName,FirstName', not '-Dept'; keep the sort while paging\.$/],
       [{ after: json.Next, page: 2 }, /^Error: Give either page or after, not both\.$/],
     ] as const) {
@@ -113,5 +118,8 @@ t.test('after/Next walks each listing like page numbers do', (t) =>
       t.equal(answer.status, 400, answer.text)
       t.match(answer.text, message)
     }
+    // Up to the Total is a position a cursor can have (one kept while people before it were removed).
+    const atTotal = await listing(service, { size: 3, after: made([realCursor[0], 24, ...realCursor.slice(2)]) })
+    t.same(ids(atTotal.People), ids(last.People).slice(3, 6), 'the rows after the key')
   }),
 )

@@ -30,6 +30,8 @@ export function keyOrder(order: readonly OrderItem[]): OrderItem[] {
 }
 
 export interface Cursor {
+  /** As sent, for the refusal of a position the listing does not reach (notACursor). */
+  text: string
   position: number
   key: KeyValue[]
 }
@@ -38,9 +40,17 @@ export function encodeCursor(sortText: string, position: number, key: KeyValue[]
   return Buffer.from(JSON.stringify([sortText, position, ...key])).toString('base64url')
 }
 
-/** Reads `after`; 400 for anything that is not a cursor this listing made for this sort. */
+/** The 400 of an `after` that is not a cursor this listing made. */
+export function notACursor(text: string): Error {
+  return badRequest(`after '${text.length > 40 ? `${text.slice(0, 40)}...` : text}' is not a cursor of this listing; use the Next of a previous answer.`)
+}
+
+/**
+ * Reads `after`; 400 for anything that is not a cursor this listing made for this sort.
+ * (Its position is checked against the listing's Total when that is known: runListing.)
+ */
 export function decodeCursor(text: string, sortText: string, order: readonly OrderItem[]): Cursor {
-  const invalid = () => badRequest(`after '${text.length > 40 ? `${text.slice(0, 40)}...` : text}' is not a cursor of this listing; use the Next of a previous answer.`)
+  const invalid = () => notACursor(text)
   if (!/^[A-Za-z0-9_-]+$/.test(text)) throw invalid()
   let decoded: unknown
   try {
@@ -60,7 +70,7 @@ export function decodeCursor(text: string, sortText: string, order: readonly Ord
     const fits = integerColumns.has(column) ? Number.isSafeInteger(value) : typeof value === 'string' && value.length <= 1024
     if (!fits) throw invalid()
   })
-  return { position: position as number, key: key as KeyValue[] }
+  return { text, position: position as number, key: key as KeyValue[] }
 }
 
 /**

@@ -1,6 +1,6 @@
 import { badRequest, JsonText, type Dialect } from '../../kernel/sdk.ts'
 import { personRecord, recordColumns, rememberingHttpDate, type PersonRecord } from './fields.ts'
-import { afterKey, decodeCursor, encodeCursor, keyOrder, type Cursor, type KeyValue } from './cursor.ts'
+import { afterKey, decodeCursor, encodeCursor, keyOrder, notACursor, type Cursor, type KeyValue } from './cursor.ts'
 import { inScope, type PeopleDb, type Scope } from './scope.ts'
 import { recordJson, renderedTexts, storedRecords } from './storedRecord.ts'
 import type { PeopleTable } from './tables.ts'
@@ -238,6 +238,10 @@ export async function runListing(db: PeopleDb, dialect: Dialect, scope: Scope, s
   let before: number
   let key: KeyValue[] | null
   if (plan.after) {
+    // A cursor is made for a row with more after it, so its position is below the Total it
+    // was made with; one past the Total is hand-made (or kept while more people were removed
+    // than it has left behind), and its Page and Next would count on from a row that is not there.
+    if (plan.after.position > total) throw notACursor(plan.after.text)
     ;({ position: before, key } = plan.after)
   } else {
     // A page past the end is answered like "nothing matches", but keeps the real Total and its page number.
