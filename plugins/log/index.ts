@@ -84,6 +84,17 @@ function inputTime(filter: { value: string; given: string } | undefined, parse: 
   return time
 }
 
+/**
+ * The Function filter without surrounding white space (an endpoint path has none): MariaDB's
+ * comparison ignores trailing spaces and SQLite's does not, so both answer alike only so.
+ */
+function functionFilter(filter: { value: string; given: string } | undefined): string | undefined {
+  if (filter === undefined) return undefined
+  const path = filter.value.trim()
+  if (path === '') throw badRequest(`${filter.given} must not be empty.`)
+  return path
+}
+
 async function readLog(kernel: KernelServices, caller: CallerKey, body: LogRequest) {
   const id = logRequestId(body.LogRequestId)
   const record = caller.anonymous ? undefined : await kernel.callLog.find(id, caller.id)
@@ -121,7 +132,7 @@ async function readHistory(kernel: KernelServices, caller: CallerKey, body: Hist
   // Inclusive to the end of its second: a record's RequestTime is shown in whole seconds,
   // so To = that RequestTime must find the call made later within the same second (a date alone: its whole day).
   const to = inputTime(filterOf(body, 'To'), parseInputDateUntil)
-  const apiFunction = filterOf(body, 'Function')?.value
+  const apiFunction = functionFilter(filterOf(body, 'Function'))
   if (from !== undefined && to !== undefined && from > to) throw badRequest('From must not be later than To.')
   const { total, records } = caller.anonymous
     ? { total: 0, records: [] }

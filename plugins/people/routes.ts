@@ -128,8 +128,12 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
         const scope = scopeOf(call.caller)
         // A display player polls this route: the call itself is its sign of life.
         await kernel.tenants.playerSeen(call.caller.id)
+        // Trimmed as the listing filters' values are: MariaDB's comparison ignores trailing
+        // spaces and SQLite's does not, so "Lobby " would find Lobby on one of them only.
+        const dispGroup = call.query.dispgroup?.trim()
+        if (dispGroup === '') throw badRequest('dispgroup must not be empty.')
         const day = calendarDayAt(kernel.clock(), await kernel.tenants.timeZone(scope))
-        return peopleToday(db, scope, day, call.query.dispgroup)
+        return peopleToday(db, scope, day, dispGroup)
       },
     }),
     defineRoute<undefined, { Id: number }>({
