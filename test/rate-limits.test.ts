@@ -5,7 +5,8 @@
  */
 import t from 'tap'
 import { parseMaxHits, formatMaxHits, MaxHitsError } from '../kernel/limits/maxHits.ts'
-import { RateLimits, inMemoryLimiters } from '../kernel/limits/rateLimits.ts'
+import { MemoryWindowLimiter, RateLimits, inMemoryLimiters } from '../kernel/limits/rateLimits.ts'
+import type { RateLimiterRes } from 'rate-limiter-flexible'
 import type { CallerKey } from '../kernel/plugin.ts'
 import { startService } from './helpers/service.ts'
 import { insertKey } from './helpers/keys.ts'
@@ -186,4 +187,31 @@ t.test('in-memory windows follow the clock, including windows longer than a time
   const [minute, month] = await limits.status(caller, now)
   t.match(minute, { remaining: 2, resetAt: now + 60_000 })
   t.match(month, { remaining: 4, resetAt: now + 30 * 86_400_000 })
+})
+
+t.test('a point given back after its window ended reaches no later window (in memory, as the WORKERS primary counts)', async (t) => {
+  let now = Date.UTC(2026, 0, 1)
+  const limiter = new MemoryWindowLimiter(3, 60_000, () => now)
+  const outcome = (key: number) => limiter.consume(key).then(() => true, () => false)
+  const spend = async (key: number) => {
+    t.same([await outcome(key), await outcome(key), await outcome(key)], [true, true, true])
+    const fourth = await limiter.consume(key).then(() => null, (refused: RateLimiterRes) => refused)
+    t.ok(fourth, 'the fourth is refused')
+    return fourth!
+  }
+  const refused = await spend(1)
+  now += 60_000
+  t.equal(await outcome(1), true, 'another call opens the next window')
+  await limiter.giveBack(1, refused)
+  t.match(await limiter.get(1), { consumedPoints: 1 }, 'that window keeps its call: the point was not taken there')
+  t.same([await outcome(1), await outcome(1), await outcome(1)], [true, true, false], 'three answered in it in all')
+
+  const late = await spend(2)
+  now += 60_000
+  await limiter.giveBack(2, late)
+  t.equal(await limiter.get(2), null, 'a late give-back opens no window')
+
+  const timely = await spend(3)
+  for (let again = 0; again < 5; again++) await limiter.giveBack(3, timely)
+  t.match(await limiter.get(3), { consumedPoints: 0, msBeforeNext: 60_000 }, 'within its window: given back, never below zero')
 })

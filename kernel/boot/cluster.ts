@@ -6,7 +6,7 @@
  */
 import cluster, { type Worker } from 'node:cluster'
 import { RateLimiterRes } from 'rate-limiter-flexible'
-import { MemoryWindowLimiter, type LimiterFactory, type WindowLimiter } from '../limits/rateLimits.ts'
+import { CountedRes, MemoryWindowLimiter, type LimiterFactory, type WindowLimiter } from '../limits/rateLimits.ts'
 
 export type Invalidation = { kind: 'partition'; partition: string } | { kind: 'key'; keyId: number } | { kind: 'access' }
 
@@ -17,46 +17,55 @@ export interface ClusterLink {
   limiters: LimiterFactory
 }
 
-type LimiterOperation = 'consume' | 'reward' | 'get'
-interface LimiterRequest { type: 'keygate:limit'; id: number; operation: LimiterOperation; points: number; duration: number; keyPrefix: string; key: string | number; amount: number }
-interface LimiterReply { type: 'keygate:limit-reply'; id: number; result: ReturnType<RateLimiterRes['toJSON']> | null; refused: boolean }
+type LimiterOperation = 'consume' | 'giveBack' | 'get'
+/** `windowEnd`: of a give-back, the window the point was taken in (the primary's CountedRes.windowEnd). */
+interface LimiterRequest { type: 'keygate:limit'; id: number; operation: LimiterOperation; points: number; duration: number; keyPrefix: string; key: string | number; amount: number; windowEnd?: number }
+interface LimiterReply { type: 'keygate:limit-reply'; id: number; result: (ReturnType<RateLimiterRes['toJSON']> & { windowEnd?: number }) | null; refused: boolean }
 interface BroadcastMessage { type: 'keygate:invalidate'; invalidation: Invalidation }
 
-function revive(json: NonNullable<LimiterReply['result']>): RateLimiterRes {
-  return new RateLimiterRes(json.remainingPoints, json.msBeforeNext, json.consumedPoints, json.isFirstInDuration)
+/** A consume's answer keeps the window it names, so a give-back through this worker's limiter reaches that window only. */
+function revive(json: NonNullable<LimiterReply['result']>, limiter: WindowLimiter): RateLimiterRes {
+  return json.windowEnd === undefined
+    ? new RateLimiterRes(json.remainingPoints, json.msBeforeNext, json.consumedPoints, json.isFirstInDuration)
+    : new CountedRes(json.remainingPoints, json.msBeforeNext, json.consumedPoints, json.isFirstInDuration, json.windowEnd, limiter)
 }
 
 /** In a worker: the link to the primary. */
 export function workerLink(): ClusterLink {
   let nextId = 0
-  const waiting = new Map<number, { resolve: (result: RateLimiterRes | null) => void; reject: (result: RateLimiterRes) => void }>()
+  const waiting = new Map<number, { limiter: WindowLimiter; resolve: (result: RateLimiterRes | null) => void; reject: (result: RateLimiterRes) => void }>()
   const handlers: ((invalidation: Invalidation) => void)[] = []
   process.on('message', (message: LimiterReply | BroadcastMessage) => {
     if (message?.type === 'keygate:limit-reply') {
       const pending = waiting.get(message.id)
       if (!pending) return
       waiting.delete(message.id)
-      const result = message.result === null ? null : revive(message.result)
+      const result = message.result === null ? null : revive(message.result, pending.limiter)
       if (message.refused) pending.reject(result!)
       else pending.resolve(result)
     } else if (message?.type === 'keygate:invalidate') {
       for (const handler of handlers) handler(message.invalidation)
     }
   })
-  const ask = (request: Omit<LimiterRequest, 'type' | 'id'>) =>
+  const ask = (limiter: WindowLimiter, request: Omit<LimiterRequest, 'type' | 'id'>) =>
     new Promise<RateLimiterRes | null>((resolve, reject) => {
       const id = nextId++
-      waiting.set(id, { resolve, reject })
+      waiting.set(id, { limiter, resolve, reject })
       process.send!({ type: 'keygate:limit', id, ...request } satisfies LimiterRequest)
     })
   return {
     broadcast: (invalidation) => process.send!({ type: 'keygate:invalidate', invalidation } satisfies BroadcastMessage),
     onInvalidation: (handler) => handlers.push(handler),
-    limiters: (options): WindowLimiter => ({
-      consume: (key, amount = 1) => ask({ operation: 'consume', ...options, key, amount }) as Promise<RateLimiterRes>,
-      reward: (key, amount = 1) => ask({ operation: 'reward', ...options, key, amount }) as Promise<RateLimiterRes>,
-      get: (key) => ask({ operation: 'get', ...options, key, amount: 0 }),
-    }),
+    limiters: (options): WindowLimiter => {
+      const limiter: WindowLimiter = {
+        consume: (key, amount = 1) => ask(limiter, { operation: 'consume', ...options, key, amount }) as Promise<RateLimiterRes>,
+        giveBack: async (key, taken, amount = 1) => {
+          if (taken instanceof CountedRes && taken.countedBy === limiter) await ask(limiter, { operation: 'giveBack', ...options, key, amount, windowEnd: taken.windowEnd })
+        },
+        get: (key) => ask(limiter, { operation: 'get', ...options, key, amount: 0 }),
+      }
+      return limiter
+    },
   }
 }
 
@@ -77,10 +86,11 @@ export function servePrimary(clock: () => number = Date.now): void {
     if (message?.type !== 'keygate:limit') return
     const limiter = limiterFor(message)
     const operation = message.operation === 'consume' ? limiter.consume(message.key, message.amount)
-      : message.operation === 'reward' ? limiter.reward(message.key, message.amount)
+      : message.operation === 'giveBack' ? Promise.resolve(limiter.giveBackNow(message.key, message.amount, message.windowEnd!)).then(() => null)
       : limiter.get(message.key)
     const reply = (result: RateLimiterRes | null, refused: boolean) => {
-      if (worker.isConnected()) worker.send({ type: 'keygate:limit-reply', id: message.id, result: result ? result.toJSON() : null, refused } satisfies LimiterReply)
+      const json = result === null ? null : result instanceof CountedRes ? { ...result.toJSON(), windowEnd: result.windowEnd } : result.toJSON()
+      if (worker.isConnected()) worker.send({ type: 'keygate:limit-reply', id: message.id, result: json, refused } satisfies LimiterReply)
     }
     operation.then((result) => reply(result, false), (result: RateLimiterRes) => reply(result, true))
   })

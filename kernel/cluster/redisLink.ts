@@ -77,7 +77,7 @@ export class RedisLink {
         if (!/timed out/i.test(error.message) || this.closed) return
         down()
         // Reconnecting: until Redis answers the ready check, status is not 'ready', so every
-        // command (and rate-limiter-flexible's rejectIfRedisNotReady) fails at once.
+        // command (and every limit count, which checks the status first) fails at once.
         this.commands.disconnect(true)
       })
     }, watchEveryMs)

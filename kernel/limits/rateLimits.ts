@@ -3,26 +3,39 @@ import type { RateWindow } from './maxHits.ts'
 import type { CallerKey, TenantQuota, TenantWindowStatus, WindowStatus } from '../plugin.ts'
 
 /**
- * What the limiter store must do for one window: the calls rate-limiter-flexible's
- * limiters answer (consume rejects with a RateLimiterRes when the points are spent).
+ * A consume's answer that names the window it was counted in: `windowEnd` (on the
+ * store's own clock) and the limiter that counted it. A give-back takes both, so it
+ * reaches that same window only, never a later one that counts other calls.
+ */
+export class CountedRes extends RateLimiterRes {
+  constructor(remaining: number, msBeforeNext: number, consumed: number, first: boolean, readonly windowEnd: number, readonly countedBy: WindowLimiter) {
+    super(remaining, msBeforeNext, consumed, first)
+  }
+}
+
+/**
+ * What the limiter store must do for one window: consume and get as
+ * rate-limiter-flexible's limiters answer them (consume rejects with a RateLimiterRes
+ * when the points are spent), and a give-back bound to the window a consume counted in.
  */
 export type WindowLimiter = {
   consume(key: string | number, points?: number): Promise<RateLimiterRes>
-  reward(key: string | number, points?: number): Promise<RateLimiterRes>
+  /**
+   * Gives `points` back to the window `taken` (this limiter's consume answer, allowed or
+   * refused) was counted in, while that window lasts. A window that has ended since
+   * gets nothing: a give-back never opens a window, never takes one below zero, and
+   * never frees a place in the next window (whose count holds other calls), so no
+   * window answers more than its count.
+   */
+  giveBack(key: string | number, taken: RateLimiterRes, points?: number): Promise<void>
   get(key: string | number): Promise<RateLimiterRes | null>
 }
 
 /**
  * The limiter store seam (D7). Every window of every key is counted by a limiter made
- * by a `LimiterFactory`. Today the factory makes in-memory fixed windows (one
- * process). Several processes share counts by passing a factory that makes
- * rate-limiter-flexible store limiters instead, e.g.
- *
- *   (options) => new RateLimiterMySQL({ ...options, storeClient: pool, tableName: 'rate_limits',
- *                                       insuranceLimiter: new RateLimiterMemory(options) })
- *
- * (or RateLimiterRedis with the same insurance limiter), so an unreachable store
- * degrades to per-process counting instead of refusing every call.
+ * by a `LimiterFactory`: in-memory fixed windows (one process, below), the cluster
+ * primary's (kernel/boot/cluster.ts) or Redis's (redisLimiters.ts), which falls back to
+ * per-process counting while Redis is away instead of refusing every call.
  */
 export type LimiterFactory = (options: { points: number; duration: number; keyPrefix: string }) => WindowLimiter
 
@@ -102,12 +115,12 @@ export class MemoryWindowLimiter implements WindowLimiter {
     }
   }
 
-  private result(count: WindowCount, now: number, first: boolean): RateLimiterRes {
-    return new RateLimiterRes(Math.max(0, this.points - count.consumed), count.resetAt - now, count.consumed, first)
+  private result(count: WindowCount, now: number, first: boolean): CountedRes {
+    return new CountedRes(Math.max(0, this.points - count.consumed), count.resetAt - now, count.consumed, first, count.resetAt, this)
   }
 
   /** `consume` without a promise, for callers that stay synchronous on the hot path. */
-  consumeNow(key: string | number, points = 1): { result: RateLimiterRes; allowed: boolean } {
+  consumeNow(key: string | number, points = 1): { result: CountedRes; allowed: boolean } {
     const now = this.clock()
     const count = this.current(key, now)
     const first = count.consumed === 0
@@ -120,15 +133,20 @@ export class MemoryWindowLimiter implements WindowLimiter {
     return allowed ? Promise.resolve(result) : Promise.reject(result)
   }
 
-  rewardNow(key: string | number, points = 1): RateLimiterRes {
-    const now = this.clock()
-    const count = this.current(key, now)
+  /**
+   * Gives points back to the window that ends at `windowEnd` (a consume's
+   * `CountedRes.windowEnd`) while it lasts; a window reset or dropped since gets
+   * nothing, and none is opened (see WindowLimiter.giveBack).
+   */
+  giveBackNow(key: string | number, points: number, windowEnd: number): void {
+    const count = this.counts.get(key)
+    if (count === undefined || count.resetAt !== windowEnd || count.resetAt <= this.clock()) return
     count.consumed = Math.max(0, count.consumed - points)
-    return this.result(count, now, false)
   }
 
-  reward(key: string | number, points = 1): Promise<RateLimiterRes> {
-    return Promise.resolve(this.rewardNow(key, points))
+  giveBack(key: string | number, taken: RateLimiterRes, points = 1): Promise<void> {
+    if (taken instanceof CountedRes && taken.countedBy === this) this.giveBackNow(key, points, taken.windowEnd)
+    return Promise.resolve()
   }
 
   get(key: string | number): Promise<RateLimiterRes | null> {
@@ -260,7 +278,7 @@ export class RateLimits {
     // One window (taken null): nothing to give back and no other window to name.
     if (tally.refused === null || tally.taken === null) return tally.decision()
     const taken = tally.taken
-    await Promise.all([...taken.map(([limiter, key]) => limiter.reward(key, 1)), this.spentLater(caller, tally, taken.length)])
+    await Promise.all([...taken.map(([limiter, key, result]) => limiter.giveBack(key, result, 1)), this.spentLater(caller, tally, taken.length)])
     return tally.decision()
   }
 
@@ -306,7 +324,8 @@ export class RateLimits {
         tally.add(counter, window, key, quota, (counter.limiter as MemoryWindowLimiter).consumeNow(key))
       }
     }
-    if (tally.refused && tally.taken) for (const [limiter, key] of tally.taken) (limiter as MemoryWindowLimiter).rewardNow(key, 1)
+    // Counted in this same turn: each window is still the one its result names.
+    if (tally.refused && tally.taken) for (const [limiter, key, result] of tally.taken) (limiter as MemoryWindowLimiter).giveBackNow(key, 1, (result as CountedRes).windowEnd)
     return tally.decision()
   }
 
@@ -371,8 +390,8 @@ function settled(pending: Promise<RateLimiterRes>): Promise<{ result: RateLimite
 class Tally {
   tightest: RateDecision | null = null
   refused: RateDecision | null = null
-  /** Every window counted for this call, refusing ones too: all are given back on a refusal. */
-  taken: [WindowLimiter, string | number][] | null = null
+  /** Every window counted for this call, refusing ones too, with its count's answer: all are given back on a refusal. */
+  taken: [WindowLimiter, string | number, RateLimiterRes][] | null = null
   /** Callers made by hand (tests) may have no tenant quotas at all. */
   readonly quotas: readonly TenantQuota[]
   // With one window there is nothing to give back: a refusal there means N were answered.
@@ -387,7 +406,7 @@ class Tally {
     const decision: RateDecision = {
       allowed, window, remaining: result.remainingPoints, resetMs: result.msBeforeNext, policy: counter.policy, policyName: counter.policyName, quota,
     }
-    if (this.several) (this.taken ??= []).push([counter.limiter, key])
+    if (this.several) (this.taken ??= []).push([counter.limiter, key, result])
     if (allowed && this.watcher !== null) this.watcher(this.caller, window, quota, result.consumedPoints, result.msBeforeNext)
     if (!allowed) this.refuse(decision)
     // On a tie the window that resets later is the tighter: its last call is the one to wait for.
