@@ -40,6 +40,22 @@ t.test('WORKERS=2: limits, cache invalidation and read-your-writes hold across w
   for (let index = 0; index < 7; index++) statuses.push((await call(key, 'GET', '/Api/Read/Acl')).status)
   t.same(statuses, [200, 200, 200, 200, 200, 200, 429], 'six calls per minute in all, whichever worker answers')
 
+  // One counter for 7/60Sec and 7/1Min on the primary; each worker names the window as the calling key wrote it.
+  const spelled: [SigningKey, string][] = []
+  for (const MaxHits of ['7/60Sec', '7/1Min']) {
+    const made = await call(admin, 'POST', '/Api/Create/Key', { Display_Name: MaxHits, GroupId: groups.map((group) => group.Id), Require_Https: 0, MaxHits }, today)
+    t.equal(made.status, 200)
+    spelled.push([{ apiKey: made.json.Api_Key, secret: made.json.Api_Secret }, MaxHits.split('/')[1]])
+  }
+  const policies = new Set<string>()
+  // a b b a a b b a: taking turns, each worker gets both keys, one worker each key first.
+  for (const which of [0, 1, 1, 0, 0, 1, 1, 0]) {
+    const [spelledKey, label] = spelled[which]
+    const answer = await call(spelledKey, 'GET', '/Api/Read/Acl')
+    policies.add(`${label} ${answer.headers.get('ratelimit-policy')}`)
+  }
+  t.same([...policies].sort(), ['1Min "1Min";q=7;w=60', '60Sec "60Sec";q=7;w=60'], 'on either worker')
+
   const aclBefore = (await call(admin, 'GET', '/Api/Read/Acl')).json as unknown[]
   const withoutAcl = groups.find((group) => !group.Paths.includes('/Api/Read/Acl'))!
   const edited = await call(admin, 'POST', '/Api/Edit/Key', { KeyId: created.json.Id, GroupId: [withoutAcl.Id], MaxHits: '' }, today)

@@ -215,3 +215,21 @@ t.test('a point given back after its window ended reaches no later window (in me
   for (let again = 0; again < 5; again++) await limiter.giveBack(3, timely)
   t.match(await limiter.get(3), { consumedPoints: 0, msBeforeNext: 60_000 }, 'within its window: given back, never below zero')
 })
+
+t.test('the RateLimit fields name the window as the caller wrote it, though 7/60Sec and 7/1Min count alike', async (t) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const seconds = await insertKey(service, { max_hits: '7/60Sec' })
+  const minute = await insertKey(service, { max_hits: '7/1Min,100/1Hour' })
+  for (const [key, label] of [[seconds, '60Sec'], [minute, '1Min'], [seconds, '60Sec']] as const) {
+    const answer = await service.call('GET', '/Api/Read/Limits', { key })
+    t.same(Object.keys(answer.json)[0], label)
+    t.equal(answer.headers.get('ratelimit-policy'), `"${label}";q=7;w=60`, `${label}: its own name, whichever key counted first`)
+    t.match(answer.headers.get('ratelimit'), new RegExp(`^"${label}";r=\\d;t=\\d+$`))
+  }
+  // The limits read was one of its seven.
+  for (let call = 0; call < 6; call++) await service.call('GET', '/Api/Read/Acl', { key: minute })
+  const refused = await service.call('GET', '/Api/Read/Acl', { key: minute })
+  t.equal(refused.status, 429)
+  t.equal(refused.text, 'Error: Rate limit exceeded (7/1Min)')
+  t.match(refused.headers.get('ratelimit'), /^"1Min";r=0;t=\d+$/, 'a refusal with two windows (given back) names it so too')
+})

@@ -111,3 +111,15 @@ t.test('a point given back after its window ended reaches no later window (Redis
     t.ok(ttl > 55_000 && ttl <= 60_000, 'the window keeps its end')
   })
 })
+
+t.test('over Redis the RateLimit fields name the window as the caller wrote it', async (t) => {
+  await withRedis(t, 'shared Redis', async (t, redisUrl) => {
+    const service = await startService(t, { kind: 'sqlite', config: { redisUrl } })
+    const seconds = await insertKey(service, { max_hits: '7/60Sec' })
+    const minute = await insertKey(service, { max_hits: '7/1Min' })
+    for (const [key, label] of [[seconds, '60Sec'], [minute, '1Min'], [seconds, '60Sec']] as const) {
+      const answer = await service.call('GET', '/Api/Read/Acl', { key })
+      t.equal(answer.headers.get('ratelimit-policy'), `"${label}";q=7;w=60`, `${label}: its own name, whichever key counted first`)
+    }
+  })
+})

@@ -109,3 +109,17 @@ t.test('admin tenant set --max-hits', async (t) => {
   }
   t.equal(status, 200, 'no quota any more, within the stamp\'s 5 s')
 })
+
+t.test('a tenant window is named as that tenant\'s quota writes it, though 7/60Sec and 7/1Min count alike', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    await setEntitlement(service, 4, 1, { MaxHits: '7/60Sec' })
+    await setEntitlement(service, 4, 2, { MaxHits: '7/1Min' })
+    const seconds = await insertKey(service, { parent: 4, custno: 1 })
+    const minute = await insertKey(service, { parent: 4, custno: 2 })
+    for (const [key, label] of [[seconds, '60Sec'], [minute, '1Min'], [seconds, '60Sec']] as const) {
+      const answer = await service.call('GET', '/Api/Read/Limits', { key })
+      t.same(Object.keys(answer.json.Tenant), [label])
+      t.equal(answer.headers.get('ratelimit-policy'), `"tenant-${label}";q=7;w=60`, `${label}: the tenant's own name`)
+    }
+  }))

@@ -178,6 +178,7 @@ export interface RateDecision {
 /** One window's limiter and the parts of its header that never change. */
 interface WindowCounter {
   limiter: WindowLimiter
+  /** Named as the caller wrote the window (`"60Sec"` or `"1Min"`), though both count in one limiter. */
   policy: string
   policyName: string
 }
@@ -186,11 +187,12 @@ const dayCodeGuesses = 10
 
 /** One kind of window (a key's MaxHits, a tenant's quota): a limiter per distinct window, shared by everyone with that window. */
 class WindowCounters {
-  /** By window value (count and length). */
-  private readonly byValue = new Map<string, WindowCounter>()
+  /** Limiters by window value (count and length): `7/60Sec` and `7/1Min` share one. */
+  private readonly byValue = new Map<string, WindowLimiter>()
   /**
    * By window object: a key's windows are parsed once when its record is loaded, so
-   * the hot path finds its counter without building a lookup string per call.
+   * the hot path finds its counter, and its header text in the key's own spelling,
+   * without building a string per call.
    */
   private readonly byWindow = new WeakMap<RateWindow, WindowCounter>()
 
@@ -199,7 +201,7 @@ class WindowCounters {
   /** Keys counted in this process over every window (0 with a shared store). */
   get counted(): number {
     let total = 0
-    for (const counter of this.byValue.values()) if (counter.limiter instanceof MemoryWindowLimiter) total += counter.limiter.size
+    for (const limiter of this.byValue.values()) if (limiter instanceof MemoryWindowLimiter) total += limiter.size
     return total
   }
 
@@ -207,16 +209,13 @@ class WindowCounters {
     let counter = this.byWindow.get(window)
     if (counter) return counter
     const name = `${window.count}/${window.seconds}`
-    counter = this.byValue.get(name)
-    if (!counter) {
-      const label = `"${this.labelPrefix}${window.label}"`
-      counter = {
-        limiter: this.makeLimiter({ points: window.count, duration: window.seconds, keyPrefix: `${this.keyPrefix}:${name}` }),
-        policy: `${label};q=${window.count};w=${window.seconds}`,
-        policyName: label,
-      }
-      this.byValue.set(name, counter)
+    let limiter = this.byValue.get(name)
+    if (!limiter) {
+      limiter = this.makeLimiter({ points: window.count, duration: window.seconds, keyPrefix: `${this.keyPrefix}:${name}` })
+      this.byValue.set(name, limiter)
     }
+    const label = `"${this.labelPrefix}${window.label}"`
+    counter = { limiter, policy: `${label};q=${window.count};w=${window.seconds}`, policyName: label }
     this.byWindow.set(window, counter)
     return counter
   }
