@@ -365,6 +365,11 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
   if (config.redisUrl && !/^\/?(\d{1,5})?\/?$/.test(new URL(config.redisUrl).pathname)) {
     throw new ConfigError(`invalid setting redisUrl: the path must be a database number, e.g. /0${shownValue('redisUrl', config.redisUrl)}`)
   }
+  // Read only once the database is open and migrated: a missing file would stop the start there, with a stack.
+  for (const setting of ['certFile', 'keyFile'] as const) {
+    const file = config.tls?.[setting]
+    if (file !== undefined && !existsSync(file)) throw new ConfigError(`invalid setting tls.${setting}: the file ${file} does not exist`)
+  }
   // Clients and proxies resolve dot segments before they send a path, so such a base would never be reached.
   if (config.basePath.split('/').some((segment) => segment === '.' || segment === '..')) {
     throw new ConfigError(`invalid setting basePath: '.' and '..' segments are not allowed${shownValue('basePath', config.basePath)}`)

@@ -168,8 +168,16 @@ async function main(logger: Logger): Promise<void> {
   return cluster.isPrimary ? primary(config, logger) : worker(config, logger)
 }
 
-if (process.argv.includes('--version') || process.argv.includes('-v')) {
+const usage = 'usage: keygate [--version]\nSettings come from the environment or CONFIG_FILE (README, "Configuration").'
+const [argument, ...more] = process.argv.slice(2)
+if ((argument === '--version' || argument === '-v') && more.length === 0) {
   console.log(packageVersion)
+} else if ((argument === '--help' || argument === '-h') && more.length === 0) {
+  console.log(usage)
+} else if (argument !== undefined) {
+  // Not started with defaults on a mistyped flag: that would make ./data and a root key where it was run.
+  console.error(`keygate: unknown argument '${[argument, ...more].join(' ')}'\n${usage}`)
+  process.exitCode = 2
 } else {
   const logger = createLogger()
   main(logger).catch((error) => {
