@@ -27,10 +27,21 @@ const examplePlugin: Plugin = {
           .addColumn('text', 'varchar(500)', (c) => c.notNull())
           .addColumn('created', 'bigint', (c) => c.notNull())
           .execute()
+      },
+    },
+    // One DDL statement a migration: MySQL commits each by itself.
+    '0002-notes-scope': {
+      async up(db) {
         await db.schema.createIndex('example_notes_scope').on('example_notes').columns(['parent', 'custno', 'id']).execute()
       },
     },
   },
+  // The change history (a plugin folder keeps it in history.json beside its index).
+  history: [
+    { Date: '2026-11-27', Version: '1.0.0', Kind: 'added', Breaking: 0, Operation: 'POST /Example/Read/Note', Description: 'One note of your tenant.' },
+    { Date: '2026-11-27', Version: '1.0.0', Kind: 'added', Breaking: 0, Operation: 'POST /Example/Update/Note', Description: 'Writes a note of your tenant.' },
+    { Date: '2026-11-27', Version: '1.0.0', Kind: 'added', Breaking: 0, Operation: 'GET /Example/Read/Notes', Description: "Your tenant's notes, oldest first." },
+  ],
   // 3. Default groups: created at first start and given to the root admin key.
   defaultGroups: [{ name: 'Example notes', paths: [{ path: '/Example/*', displayName: 'Read and write notes' }] }],
   // 4. Routes, given the kernel's services.
@@ -43,6 +54,7 @@ const examplePlugin: Plugin = {
         path: '/Example/Read/Notes',
         cache: { ttlSeconds: 3600, partition: (call) => partition(call.caller.parent, call.caller.custno) },
         xml: { root: 'Notes', item: 'Note' },
+        csvColumns: ['Id', 'Text'],
         handler: async (call) => {
           const rows = await db.selectFrom('example_notes').select(['id', 'text'])
             .where('parent', '=', call.caller.parent).where('custno', '=', call.caller.custno).orderBy('id').execute()
@@ -113,6 +125,8 @@ t.test('a tiny example plugin mounted by the kernel', (t) =>
     }, groups.map((group) => Number(group.group_id)))
     const key = { apiKey: other.apiKey, secret: other.secret }
     t.same((await service.call('GET', '/Example/Read/Notes', { key })).json, [], 'another tenant sees none of them')
+    const emptyCsv = await service.call('GET', '/Example/Read/Notes?format=csv', { key })
+    t.equal(emptyCsv.text, 'Id,Text\r\n', 'an empty CSV list is its header row (csvColumns)')
     t.equal((await service.call('POST', '/Example/Read/Note', { key, body: { Id: written.json.Id } })).status, 404)
     t.equal((await service.call('POST', '/Example/Read/Note', { body: { Id: written.json.Id } })).json.Text, 'hello')
   }),
