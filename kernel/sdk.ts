@@ -66,7 +66,7 @@ export { recordListSchema, recordSchema } from './http/answerSchemas.ts'
 export type { UsageCount, UsageQuery, UsageScope } from './callLog/usage.ts'
 
 // Tenants (D14): entitlements, usage counters, time zones and display players; `kernel.tenants`.
-export type { Addition, TenantServices, TenantUsage } from './tenants/tenants.ts'
+export type { Addition, TenantLicense, TenantServices, TenantUsage } from './tenants/tenants.ts'
 export type { Entitlement, LimitedKind, TenantScope } from './tenants/entitlements.ts'
 export type { UsageCounter } from './tenants/usage.ts'
 export type { PlayerRecord } from './tenants/players.ts'

@@ -93,6 +93,45 @@ t.test('account reads', (t) =>
       t.equal(csv.text, `${licenseFields.join(',')}\r\n4,2,"keys,acl,log,people,api,account,webhooks",10,100,3,3,2,1`)
     })
 
+    await t.test("GET /account/read/license: the parent's maximum when it bounds the customer", async (t) => {
+      const customer = await tenantKey(service, 6, 1)
+      const neighbour = await tenantKey(service, 6, 2)
+      const parentWide = await insertKey(service, { parent: 6, custno: 0 }, [accountGroup])
+      const license = async (caller = customer) => {
+        const { MaxKeys, MaxPeople, MaxPlayers, Keys, People, Players } = (await service.call('GET', '/account/read/license', { key: caller })).json
+        return { MaxKeys, MaxPeople, MaxPlayers, Keys, People, Players }
+      }
+      const create = (name: string) =>
+        service.call('POST', '/Api/Create/Key', { key: customer, today: true, body: { Display_Name: name, GroupId: aclGroup, Require_Https: 0 } })
+      t.same(await license(), { MaxKeys: null, MaxPeople: null, MaxPlayers: null, Keys: 1, People: 0, Players: 0 }, 'no limit anywhere: its own counts')
+
+      // Keys: 6/1 holds 1 of its own 5; the parent (3 keys) holds 3 of 3.
+      await setEntitlement(service, 6, 1, { MaxKeys: 5, MaxPlayers: 1 })
+      await setEntitlement(service, 6, 0, { MaxKeys: 3, MaxPeople: 3, MaxPlayers: 10 })
+      for (const writer of [customer, neighbour]) {
+        t.equal((await service.call('POST', '/People/Update/OneChange', { key: writer, body: { LastName: 'Ada' } })).status, 200)
+      }
+      t.same(await license(), { MaxKeys: 3, MaxPeople: 3, MaxPlayers: 1, Keys: 3, People: 2, Players: 0 },
+        "the parent's MaxKeys and MaxPeople with the whole parent's counts; its own MaxPlayers with its own count")
+      const refused = await create('over the parent')
+      t.equal(refused.status, 403)
+      t.equal(refused.text, 'Error: Tenant limit reached (MaxKeys 3).', 'the maximum the license shows')
+      t.same(await license(parentWide), { MaxKeys: 3, MaxPeople: 3, MaxPlayers: 10, Keys: 3, People: 2, Players: 0 }, 'a parent-wide key: the parent only')
+
+      // The parent has room for 7 more, the customer for 4: its own limit bounds it.
+      await setEntitlement(service, 6, 0, { MaxKeys: 10 })
+      t.same(await license(), { MaxKeys: 5, MaxPeople: 3, MaxPlayers: 1, Keys: 1, People: 2, Players: 0 })
+      t.equal((await create('within both')).status, 200)
+
+      // A larger maximum can still bound first: the parent has room for none (4 of 4), the customer for 1 (2 of 3).
+      await setEntitlement(service, 6, 1, { MaxKeys: 3 })
+      await setEntitlement(service, 6, 0, { MaxKeys: 4 })
+      t.same(await license(), { MaxKeys: 4, MaxPeople: 3, MaxPlayers: 1, Keys: 4, People: 2, Players: 0 }, 'the one with less room, not the smaller maximum')
+      const full = await create('over the parent again')
+      t.equal(full.status, 403)
+      t.equal(full.text, 'Error: Tenant limit reached (MaxKeys 4).')
+    })
+
     await t.test('POST /account/read/player', async (t) => {
       const second = await addTestPlayer(service, 4, 2, 'Canteen', { dispGroup: 'Kitchen', location: 'B2' })
       await addTestPlayer(service, 4, 3, 'Elsewhere')

@@ -48,6 +48,24 @@ export async function readEntitlement(db: Kysely<CoreTables>, scope: TenantScope
   return entitlementOf(row)
 }
 
+/** A maximum (null = unlimited) and the count it is judged against (null: nothing counts that kind). */
+export interface Bound {
+  max: number | null
+  used: number | null
+}
+
+const room = (bound: Bound) => (bound.max === null ? Infinity : bound.max - (bound.used ?? 0))
+
+/**
+ * Of a customer's own bound and its parent's (Custno 0, counting the whole parent),
+ * the one that refuses a create first: the one with less room left. On a tie the
+ * customer's own, whose count is its own. ensureRoom checks both, so this is what
+ * the license must show for the 403 to be foreseeable.
+ */
+export function tighterBound(own: Bound, parent: Bound): Bound {
+  return room(parent) < room(own) ? parent : own
+}
+
 /** The changed settings only; undefined leaves a setting as it is, null clears it. */
 export type EntitlementChange = Partial<Entitlement>
 

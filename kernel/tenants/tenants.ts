@@ -3,7 +3,7 @@ import { LRUCache } from 'lru-cache'
 import type { CoreTables } from '../storage/coreTables.ts'
 import type { Dialect } from '../storage/database.ts'
 import { forbidden } from '../http/errors.ts'
-import { limitColumns, lockBoundingRows, readEntitlement, type Entitlement, type LimitedKind, type TenantScope } from './entitlements.ts'
+import { limitColumns, lockBoundingRows, readEntitlement, tighterBound, type Bound, type Entitlement, type LimitedKind, type TenantScope } from './entitlements.ts'
 import { UsageCounters, type UsageCounter } from './usage.ts'
 import { listPlayers, type PlayerRecord } from './players.ts'
 
@@ -22,6 +22,12 @@ export interface TenantUsage {
   /** Null when no enabled plugin counts people. */
   People: number | null
   Players: number
+}
+
+/** The maxima that bound a tenant, each with the count it is judged against (GET /account/read/license). */
+export interface TenantLicense {
+  maxima: Pick<Entitlement, 'MaxKeys' | 'MaxPeople' | 'MaxPlayers'>
+  usage: TenantUsage
 }
 
 /** A player's Last_Seen is written at most this often (a screen polls Today every few seconds). */
@@ -60,6 +66,31 @@ export class Tenants {
       Keys: (await this.counters.count(this.db, 'Keys', scope)) ?? 0,
       People: await this.counters.count(this.db, 'People', scope),
       Players: (await this.counters.count(this.db, 'Players', scope)) ?? 0,
+    }
+  }
+
+  /**
+   * Per kind, the maximum that bounds the tenant's creates and its count: the tenant's
+   * own, or for a customer its parent's (Custno 0, with the whole parent's count) when
+   * that leaves less room. The same rows ensureRoom checks, so a create the license
+   * shows room for passes and one it shows none for is refused (racing creates aside).
+   */
+  async license(scope: TenantScope): Promise<TenantLicense> {
+    const [ownMaxima, ownUsage] = await Promise.all([this.entitlement(scope), this.usage(scope)])
+    const parentScope = { parent: scope.parent, custno: 0 }
+    const parentMaxima = scope.custno === 0 ? undefined : await this.entitlement(parentScope)
+    const kinds = ['Keys', 'People', 'Players'] as const
+    // The whole parent is counted only when the parent limits something.
+    const parentUsage = parentMaxima !== undefined && kinds.some((kind) => parentMaxima[`Max${kind}`] !== null) ? await this.usage(parentScope) : undefined
+    const bound = (kind: LimitedKind): Bound => {
+      const own = { max: ownMaxima[`Max${kind}`], used: ownUsage[kind] }
+      if (parentMaxima === undefined || parentUsage === undefined) return own
+      return tighterBound(own, { max: parentMaxima[`Max${kind}`], used: parentUsage[kind] })
+    }
+    const [keys, people, players] = kinds.map(bound)
+    return {
+      maxima: { MaxKeys: keys.max, MaxPeople: people.max, MaxPlayers: players.max },
+      usage: { Keys: keys.used ?? 0, People: people.used, Players: players.used ?? 0 },
     }
   }
 
@@ -116,4 +147,4 @@ export class Tenants {
 }
 
 /** What plugins get as `kernel.tenants`: reads, the room check and usage counters; setting maxima is the operator's. */
-export type TenantServices = Pick<Tenants, 'countUsage' | 'entitlement' | 'usage' | 'ensureRoom' | 'timeZone' | 'players' | 'playerSeen'>
+export type TenantServices = Pick<Tenants, 'countUsage' | 'entitlement' | 'usage' | 'license' | 'ensureRoom' | 'timeZone' | 'players' | 'playerSeen'>

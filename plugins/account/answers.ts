@@ -1,4 +1,4 @@
-import { httpDate, recordListSchema, recordSchema, type CallerKey, type Entitlement, type GroupRecord, type KeyRecord, type TenantUsage } from '../../kernel/sdk.ts'
+import { httpDate, recordListSchema, recordSchema, type CallerKey, type GroupRecord, type KeyRecord, type TenantLicense } from '../../kernel/sdk.ts'
 
 /** POST /account/read/user: the calling key as its owner sees it, never its secret (D14). */
 export interface UserAnswer {
@@ -51,7 +51,11 @@ export function userAnswer(row: KeyRecord, groups: readonly GroupRecord[]): User
   }
 }
 
-/** GET /account/read/license (D14). Maxima null = unlimited; People null when no enabled plugin keeps people. */
+/**
+ * GET /account/read/license (D14). Each maximum is the one that bounds the caller (its
+ * tenant's or its parent's) and its count the one that maximum is judged against.
+ * Maxima null = unlimited; People null when no enabled plugin keeps people.
+ */
 export interface LicenseAnswer {
   Parent: number
   Custno: number
@@ -64,14 +68,14 @@ export interface LicenseAnswer {
   Players: number
 }
 
-export function licenseAnswer(caller: CallerKey, plugins: readonly string[], entitlement: Entitlement, usage: TenantUsage): LicenseAnswer {
+export function licenseAnswer(caller: CallerKey, plugins: readonly string[], { maxima, usage }: TenantLicense): LicenseAnswer {
   return {
     Parent: caller.parent,
     Custno: caller.custno,
     Plugins: [...plugins],
-    MaxKeys: entitlement.MaxKeys,
-    MaxPeople: entitlement.MaxPeople,
-    MaxPlayers: entitlement.MaxPlayers,
+    MaxKeys: maxima.MaxKeys,
+    MaxPeople: maxima.MaxPeople,
+    MaxPlayers: maxima.MaxPlayers,
     Keys: usage.Keys,
     People: usage.People,
     Players: usage.Players,
@@ -87,7 +91,7 @@ const integer = { type: 'integer' }
 const text = { type: 'string' }
 const nullableText = { type: ['string', 'null'] }
 const optionalDate = { type: ['string', 'null'], description: 'An HTTP-date (D9); null when not set.' }
-const unlimited = { type: ['integer', 'null'], description: 'null = unlimited.' }
+const unlimited = { type: ['integer', 'null'], description: "The maximum that bounds the caller: its tenant's, or its parent's when that leaves less room; null = unlimited." }
 
 export const userAnswerSchema = recordSchema({
   Id: integer,
@@ -113,6 +117,9 @@ export const userAnswerSchema = recordSchema({
 
 export const groupsAnswerSchema = recordListSchema({ Id: integer, Display_Name: text, Paths: { type: 'array', items: text } })
 
+/** A count of the license: where the maximum beside it applies (the whole parent when that is the parent's). */
+const inUse = (maximum: string) => ({ type: 'integer', description: `In use, counted where the ${maximum} shown applies: the whole parent when it is the parent's.` })
+
 export const licenseAnswerSchema = recordSchema({
   Parent: integer,
   Custno: integer,
@@ -120,9 +127,9 @@ export const licenseAnswerSchema = recordSchema({
   MaxKeys: unlimited,
   MaxPeople: unlimited,
   MaxPlayers: unlimited,
-  Keys: integer,
-  People: { type: ['integer', 'null'], description: 'null when no enabled plugin keeps people.' },
-  Players: integer,
+  Keys: inUse('MaxKeys'),
+  People: { ...inUse('MaxPeople'), type: ['integer', 'null'], description: `${inUse('MaxPeople').description} null when no enabled plugin keeps people.` },
+  Players: inUse('MaxPlayers'),
 } satisfies Record<keyof LicenseAnswer, object>)
 
 export const playersAnswerSchema = recordListSchema({

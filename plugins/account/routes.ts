@@ -42,9 +42,9 @@ export function accountRoutes(kernel: KernelServices): Route[] {
       // One CSV row; the plugin names in one cell, comma-separated.
       csv: (license: LicenseAnswer) => [{ ...license, Plugins: license.Plugins.join(',') }],
       async handler(call) {
-        const scope = { parent: call.caller.parent, custno: call.caller.custno }
-        const [entitlement, usage] = await Promise.all([kernel.tenants.entitlement(scope), kernel.tenants.usage(scope)])
-        return licenseAnswer(call.caller, kernel.plugins, entitlement, usage)
+        // The maxima that bound the caller (its own or its parent's), each with its count.
+        const license = await kernel.tenants.license({ parent: call.caller.parent, custno: call.caller.custno })
+        return licenseAnswer(call.caller, kernel.plugins, license)
       },
     }),
     defineRoute<Record<string, never>>({
