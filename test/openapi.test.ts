@@ -8,6 +8,7 @@ import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { forEachDatabase, startService } from './helpers/service.ts'
+import { insertKey } from './helpers/keys.ts'
 
 t.test('the OpenAPI document: valid 3.1, every route, the signature as security scheme, public', (t) =>
   forEachDatabase(t, async (t, kind) => {
@@ -69,6 +70,44 @@ t.test('the OpenAPI document: valid 3.1, every route, the signature as security 
     const record = await service.call('POST', '/Api/Read/Log', { body: { LogRequestId: logged.headers.get('x-requestid') } })
     t.equal(record.status, 200, record.text)
     t.same(typeof record.json.Rsponse === 'string' ? JSON.parse(record.json.Rsponse) : record.json.Rsponse, { Status: 200, ContentType: 'application/json; charset=utf-8', Bytes: Buffer.byteLength(logged.text) })
+
+    // The headers of D7 and D8, declared once under components and referenced everywhere.
+    const resolve = (value: { $ref?: string }) => {
+      if (value.$ref === undefined) return value
+      t.match(value.$ref, /^#\/components\//)
+      return value.$ref.slice(2).split('/').reduce((node: any, name) => node?.[name], document)
+    }
+    const logLevel = document.components.parameters['x-LogLevel']
+    t.same([logLevel.name, logLevel.in, logLevel.required, logLevel.schema.type], ['x-LogLevel', 'header', false, 'integer'])
+    for (const [path, item] of Object.entries(document.paths as Record<string, Record<string, any>>)) {
+      for (const [method, operation] of Object.entries(item)) {
+        const named = `${method.toUpperCase()} ${path}`
+        const parameters = operation.parameters.map(resolve)
+        t.ok(parameters.some((parameter: { name: string; in: string }) => parameter.name === 'x-LogLevel' && parameter.in === 'header'), `${named}: x-LogLevel`)
+        const headers = (status: string) => Object.fromEntries(Object.entries(operation.responses[status].headers ?? {}).map(([name, header]) => [name, resolve(header as object)]))
+        for (const status of Object.keys(operation.responses).filter((status) => status !== '417')) {
+          t.ok(headers(status)['x-RequestID']?.schema, `${named}: its ${status} declares x-RequestID`)
+        }
+        t.same(Object.keys(headers('429')).sort(), ['RateLimit', 'RateLimit-Policy', 'Retry-After', 'x-RequestID'], `${named}: its 429`)
+        t.same(Object.keys(headers('200')).sort(), ['RateLimit', 'RateLimit-Policy', 'x-RequestID'], `${named}: its 200`)
+        t.ok(headers('503')['Retry-After'], `${named}: its 503 says when to try again`)
+        t.notOk(operation.responses['417'].headers, `${named}: a 417 is answered before the call has an id`)
+      }
+    }
+    // What a real call of a key with MaxHits sends, by the names the document declares.
+    const limited = await insertKey(service, { display_name: 'Limited', max_hits: '2/1Min' })
+    const declared = (status: string) => Object.keys(document.paths['/Api/Read/Acl'].get.responses[status].headers)
+    const first = await service.call('GET', '/Api/Read/Acl', { key: limited, headers: { 'x-LogLevel': '2' } })
+    t.equal(first.status, 200)
+    t.equal(first.headers.get('ratelimit-policy'), document.components.headers['RateLimit-Policy'].example.replace('q=3', 'q=2'), 'as the example spells it')
+    const detailed = await service.call('POST', '/Api/Read/Log', { key: limited, body: { LogRequestId: first.headers.get('x-requestid') } })
+    t.equal(detailed.status, 200, detailed.text)
+    t.not(detailed.json.Rsponse, null, 'x-LogLevel 2 gave the call a detailed record')
+    const refused = await service.call('GET', '/Api/Read/Acl', { key: limited })
+    t.equal(refused.status, 429)
+    for (const call of [first, detailed, refused]) {
+      for (const name of declared(String(call.status))) t.ok(call.headers.get(name), `a real ${call.status} sends ${name}: ${call.headers.get(name)}`)
+    }
 
     // Every path answers; a wrong body or a missing day code is a 400/401, never a 404.
     for (const operation of operations) {

@@ -34,7 +34,54 @@ const securitySchemes = {
   apiToday: { type: 'apiKey', in: 'header', name: 'x-apitoday', description: 'The day code: RFC 6238 TOTP, HMAC-SHA-1, 8 digits, a 4-hour step. Needed where the operation says so, and on every call of a key with DayPass 1.' },
 }
 
-const errorAnswer = (description: string) => ({ description, content: { 'text/plain': { schema: { type: 'string', pattern: '^Error: ' } } } })
+/*
+ * The headers every operation shares (D7, D8), declared once under components and
+ * referenced by each answer: written out per answer they would multiply the document.
+ */
+const ref = (kind: 'headers' | 'parameters', name: string) => ({ $ref: `#/components/${kind}/${name}` })
+
+const logLevelParameter = {
+  name: 'x-LogLevel',
+  in: 'header',
+  required: false,
+  description: 'The log level of this call (D8), instead of the key\'s LogLevel: 0 minimal, 1 medium, 2 and above full details (levels above 2 act as 2). '
+    + 'A value that is not a whole number of one or two digits is ignored, not refused. Read the record with `POST /Api/Read/Log` and this call\'s x-RequestID.',
+  schema: { type: 'integer', minimum: 0, maximum: 99 },
+}
+
+const sharedHeaders = {
+  'x-RequestID': {
+    description: 'The id of this call\'s log record (D8; `POST /Api/Read/Log` with `LogRequestId`). Sent on every answer of a call that passed authentication '
+      + '(or was admitted to a public operation without credentials); a call refused before that has none (a wrong key, date, signature or day code; for a call with a body also a 403 or 413 given before the body is read).',
+    schema: { type: 'string', pattern: '^[0-9]+$' },
+  },
+  'Retry-After': {
+    description: 'Seconds until a call may pass again: the spent MaxHits window or tenant quota (D7), the day-code block, the credits\' refill, '
+      + 'or 2 when the database is unreachable. A key out of credits with no Refill gets none.',
+    schema: { type: 'integer', minimum: 1 },
+  },
+  'RateLimit-Policy': {
+    description: 'Sent when the key has MaxHits or its tenant a MaxHits quota (D7, draft-ietf-httpapi-ratelimit-headers): the tightest window\'s policy, '
+      + 'q its quota, w its length in seconds (a tenant window is named `"tenant-<window>"`). Other answers of such a key\'s authenticated calls carry it too.',
+    schema: { type: 'string' },
+    example: '"1Min";q=3;w=60',
+  },
+  'RateLimit': {
+    description: 'Sent with RateLimit-Policy: r the calls left in that window, t the seconds until it resets.',
+    schema: { type: 'string' },
+    example: '"1Min";r=2;t=41',
+  },
+}
+
+const requestIdHeader = { 'x-RequestID': ref('headers', 'x-RequestID') }
+const rateLimitHeaders = { 'RateLimit-Policy': ref('headers', 'RateLimit-Policy'), RateLimit: ref('headers', 'RateLimit') }
+const retryHeaders = { 'Retry-After': ref('headers', 'Retry-After') }
+
+const errorAnswer = (description: string, headers: Record<string, object> = requestIdHeader) => ({
+  description,
+  ...(Object.keys(headers).length > 0 ? { headers } : {}),
+  content: { 'text/plain': { schema: { type: 'string', pattern: '^Error: ' } } },
+})
 
 /** docs/keys.md, "How a 401 says how to authenticate": every 401 carries it (kernel/http/failure.ts). */
 const wwwAuthenticate = 'KeygateHMAC realm="keygate", items="x-apikey x-apidate x-apihmac x-apitoday"'
@@ -42,6 +89,8 @@ const wwwAuthenticate = 'KeygateHMAC realm="keygate", items="x-apikey x-apidate 
 const unauthorized = {
   ...errorAnswer('Authentication failed; the body says what was wrong.'),
   headers: {
+    // A replayed write is refused after its signature is verified: it has a request id.
+    ...requestIdHeader,
     'WWW-Authenticate': {
       description: `The scheme and the credential items a signed call sends: \`${wwwAuthenticate}\`.`,
       schema: { type: 'string' },
@@ -56,9 +105,11 @@ const unauthorized = {
  */
 function answered(route: MountedRouteInfo): object {
   const described = route.answer === null ? {} : { schema: route.answer }
-  if (route.rawContentType !== null) return { description: 'The answer.', content: { [route.rawContentType.split(';')[0]]: described } }
+  const headers = { ...requestIdHeader, ...rateLimitHeaders }
+  if (route.rawContentType !== null) return { description: 'The answer.', headers, content: { [route.rawContentType.split(';')[0]]: described } }
   return {
     description: 'The answer, in the format asked for. The JSON schema is the json answer\'s; XML and CSV carry the same fields (a list: one element or row per record).',
+    headers,
     content: { 'application/json': described, 'application/xml': {}, 'text/csv': {} },
   }
 }
@@ -104,13 +155,13 @@ function operation(route: MountedRouteInfo, cachesAnswers: boolean): object {
     tags: [route.plugin],
     // Public by default: no credentials, or a signed call (an operator may change either).
     security: route.publicByDefault ? [{}, signed] : [signed],
-    parameters: [...(route.rawContentType === null ? [formatParameter] : []), ...queryParameters(route.query), ...(route.writes ? [idempotencyParameter] : [])],
+    parameters: [...(route.rawContentType === null ? [formatParameter] : []), ...queryParameters(route.query), ...(route.writes ? [idempotencyParameter] : []), ref('parameters', 'x-LogLevel')],
     // A body may be left out where the route takes none as {} (POST /account/read/user).
     ...(route.body === null ? {} : { requestBody: { required: route.bodyRequired, content: { 'application/json': { schema: route.body } } } }),
     // Every status D6 gives a call of this kind: 304 where the answer carries an ETag, 413/415 where there is a body.
     responses: {
       200: answered(route),
-      ...(route.etag ? { 304: { description: 'Not modified: If-None-Match named the current ETag.' } } : {}),
+      ...(route.etag ? { 304: { description: 'Not modified: If-None-Match named the current ETag.', headers: requestIdHeader } } : {}),
       400: errorAnswer('Invalid JSON, query or body.'),
       401: unauthorized,
       403: errorAnswer('The ACL does not allow this path, or HTTPS is required.'),
@@ -122,12 +173,13 @@ function operation(route: MountedRouteInfo, cachesAnswers: boolean): object {
         413: errorAnswer('The body is over the limit (bodyLimit).'),
         415: errorAnswer('The body is not JSON (Content-Type).'),
       }),
-      417: errorAnswer('An Expect header other than 100-continue.'),
+      // Answered before the call is looked at: no request id.
+      417: errorAnswer('An Expect header other than 100-continue.', {}),
       ...(route.writes ? {
         422: errorAnswer('This Idempotency-Key was already used with another request.'),
       } : {}),
-      429: errorAnswer('Rate limit exceeded.'),
-      503: errorAnswer('The database is unreachable; try again.'),
+      429: errorAnswer('Rate limit exceeded (MaxHits or the tenant\'s quota), too many wrong day codes, or no credits left.', { ...requestIdHeader, ...retryHeaders, ...rateLimitHeaders }),
+      503: errorAnswer('The database is unreachable; try again.', { ...requestIdHeader, ...retryHeaders }),
     },
   }
 }
@@ -150,7 +202,7 @@ export function openApiDocument(routes: readonly MountedRouteInfo[], version: st
     servers: [{ url: basePath }],
     tags: [...new Set(routes.map((route) => route.plugin))].map((name) => ({ name })),
     paths,
-    components: { securitySchemes },
+    components: { securitySchemes, parameters: { 'x-LogLevel': logLevelParameter }, headers: sharedHeaders },
   }
 }
 
