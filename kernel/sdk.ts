@@ -58,6 +58,8 @@ export type { LiveServer } from './cluster/nodeRegistry.ts'
 // Input checks with the kernel's own schema layer, and its 400 text.
 export { schemaCheck } from './http/schemas.ts'
 export { describeSchemaError } from './http/schemaErrors.ts'
+// Names (a key's Display_Name, ...): the one rule the API and the operator CLI both keep.
+export { nameMaxLength, nameProblem, oneLineProblem } from './http/nameRule.ts'
 
 // Answer schemas (Route.answer, shown in the OpenAPI document): a record whose every field is always there, and a list of them.
 export { recordListSchema, recordSchema } from './http/answerSchemas.ts'

@@ -15,6 +15,7 @@ import { adminOn, runAdmin } from './helpers/adminCli.ts'
 import { forEachDatabase, startService } from './helpers/service.ts'
 import { groupNamed } from './helpers/keys.ts'
 import { loadConfig } from '../kernel/boot/config.ts'
+import { nameProblem } from '../kernel/http/nameRule.ts'
 import SQLite from 'better-sqlite3'
 import { loadMasterKey, SecretBox } from '../kernel/auth/secrets.ts'
 
@@ -194,5 +195,61 @@ t.test('a group made by group add is held by the root key, which gives it to the
     const key = { apiKey: created.json.Api_Key, secret: created.json.Api_Secret }
     t.equal((await service.call('GET', '/Api/Read/Acl', { key })).status, 200, "the group's entry lets the new key in")
     t.equal((await service.call('GET', '/Api/Read/Limits', { key })).status, 403, 'and nothing else')
+  }),
+)
+
+t.test('the name rule the CLI shares with the API (kernel/http/nameRule.ts)', async (t) => {
+  t.equal(nameProblem('Lobby screens \u00e9\u{1F600}'), null)
+  t.equal(nameProblem('\u{1F600}'.repeat(255)), null, 'counted in code points')
+  t.equal(nameProblem('K'.repeat(256)), 'must be at most 255 characters long')
+  t.equal(nameProblem('P'.repeat(101), 100), 'must be at most 100 characters long')
+  for (const name of ['Tab\there', 'line\n', 'C1\u0085here', 'DEL\u007f', 'nul\u0000']) t.equal(nameProblem(name), 'must not contain control characters', JSON.stringify(name))
+  for (const name of ['Acme ', ' Acme', 'Acme\u00a0', '\u3000Acme']) t.equal(nameProblem(name), 'must not start or end with white space', JSON.stringify(name))
+  t.equal(nameProblem('\u200b'), 'must contain a visible character')
+  t.equal(nameProblem('\ud800x'), 'is not valid Unicode text')
+})
+
+t.test("names given to the CLI keep the API's name rule, the same on both databases", (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const { db } = service.kernel.database
+    const tables = async () => ({
+      keys: (await db.selectFrom('api_keys').select('display_name').orderBy('id').execute()).map((row) => row.display_name),
+      groups: (await db.selectFrom('api_groups').select('display_name').orderBy('id').execute()).map((row) => row.display_name),
+      acl: (await db.selectFrom('api_acl').select('display_name').orderBy('id').execute()).map((row) => row.display_name),
+      players: (await db.selectFrom('tenant_players').select('name').execute()).map((row) => row.name),
+    })
+    const taken = await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: 'Acme', GroupId: 3, Require_Https: 0 } })
+    t.equal(taken.status, 200, taken.text)
+    const before = await tables()
+    const bootstrap = (name: string) => ['key', 'bootstrap', '--parent', '1', '--custno', '0', '--name', name]
+    const refusals: [string[], string][] = [
+      // Before, SQLite stored 'Acme ' beside 'Acme' while MariaDB (PAD SPACE) called it taken: the move to MariaDB failed.
+      [bootstrap('Acme '), '--name must not start or end with white space'],
+      [bootstrap('Acme'), "Display Name 'Acme' is already defined for parent 1"],
+      [bootstrap('Tab\there'), '--name must not contain control characters'],
+      // Before, SQLite stored these and MariaDB answered its raw "Data too long for column".
+      [['group', 'add', '--name', 'G'.repeat(256)], '--name must be at most 255 characters long'],
+      [['acl', 'add', '--path', '/Probe/Read/Name', '--name', 'N'.repeat(256)], '--name must be at most 255 characters long'],
+      [['acl', 'add', '--path', `/${'p'.repeat(255)}`, '--name', 'probe'], `--path /${'p'.repeat(255)}: an ACL path is at most 255 characters long`],
+      [['player', 'add', '--parent', '1', '--custno', '5', '--name', 'tab\tx', '--location', 'Hall'], '--name must not contain control characters'],
+    ]
+    // Each run is a process start: side by side.
+    const runs = await Promise.all(refusals.map(([words]) => adminOn(service, ...words)))
+    runs.forEach((run, index) => {
+      const [words, message] = refusals[index]
+      t.equal(run.code, 2, `${JSON.stringify(words).slice(0, 80)}: a usage error`)
+      t.equal(run.stderr.split('\n').find((line) => line.startsWith('admin: ')), `admin: ${message}`, 'naming the rule, never the database')
+    })
+    t.same(await tables(), before, 'nothing was written')
+
+    // The longest name is counted in characters (code points) on both: 255 emoji fit.
+    const longest = '\u{1F600}'.repeat(255)
+    const made = await adminOn(service, ...bootstrap(longest), '--json')
+    t.equal(made.code, 0, made.stderr)
+    const issued = JSON.parse(made.stdout)
+    const key = { id: issued.Id, apiKey: issued.Api_Key, secret: issued.Api_Secret }
+    const again = await service.call('POST', '/Api/Create/Key', { key, today: true, body: { Display_Name: longest, GroupId: 3, Require_Https: 0 } })
+    t.equal(again.text, `Error: Display Name '${longest}' is already defined.`, 'and the API finds it taken under the same name')
   }),
 )

@@ -10,6 +10,8 @@ const segmentPattern = /^[A-Za-z0-9._~:@!$&'()+;=-]+$/
 /** Null when the path is acceptable as an ACL path, else the reason. */
 export function aclPathProblem(path: string): string | null {
   if (!path.startsWith('/')) return 'an ACL path starts with /'
+  // api_acl.path is varchar(255): longer is a clear refusal, not MariaDB's error (SQLite would store it).
+  if (path.length > 255) return 'an ACL path is at most 255 characters long'
   const segments = path.slice(1).split('/')
   for (let index = 0; index < segments.length; index++) {
     const segment = segments[index]

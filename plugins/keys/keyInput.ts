@@ -1,4 +1,4 @@
-import { badRequest, formatMaxHits, MaxHitsError, parseInputDate, parseMaxHits, type KeyChanges } from '../../kernel/sdk.ts'
+import { badRequest, formatMaxHits, MaxHitsError, nameProblem, oneLineProblem, parseInputDate, parseMaxHits, type KeyChanges } from '../../kernel/sdk.ts'
 import type { KeyFieldsInput } from './schemas.ts'
 
 /** The api_keys columns a create or edit body sets (group and tenant columns apart). */
@@ -7,28 +7,21 @@ export type KeyColumns = Pick<
   'display_name' | 'email' | 'phone' | 'start_date' | 'end_date' | 'day_pass' | 'require_https' | 'allow_hours' | 'response_format' | 'log_level' | 'log_raw' | 'max_hits' | 'require_hash'
 >
 
-// The shared schema layer (kernel/http/textRule.ts) already refuses other control
-// characters (C0, DEL, C1) and lone surrogates in every input; tab and line breaks,
-// which it allows in free text, have no place in a name, an e-mail address or a phone number.
-const oneLineControl = /[\t\n\r]/
-// Nothing but spaces and invisible format characters (zero-width space, joiners, marks).
-const invisibleOnly = /^[\s\p{Cf}\p{Z}]*$/u
-
-/** Refuses a tab or a line break in a one-line field. */
+/** Refuses a tab, a line break or any other control character in a one-line field. */
 function checkOneLine(field: string, value: string): string {
-  if (oneLineControl.test(value)) throw badRequest(`${field} must not contain control characters.`)
+  const problem = oneLineProblem(value)
+  if (problem !== null) throw badRequest(`${field} ${problem}.`)
   return value
 }
 
 /**
- * Display_Name is unique per Parent by exact comparison. MariaDB's collations ignore
- * trailing spaces in that comparison and SQLite does not, so names that start or end
- * with white space are refused: one rule on both databases.
+ * Display_Name keeps the one name rule the operator CLI keeps too (kernel/http/nameRule.ts):
+ * no control characters, no white space at either end (unique by exact comparison on
+ * both databases), a visible character.
  */
 function checkDisplayName(value: string): string {
-  checkOneLine('Display_Name', value)
-  if (value.trim() !== value) throw badRequest('Display_Name must not start or end with white space.')
-  if (invisibleOnly.test(value)) throw badRequest('Display_Name must contain a visible character.')
+  const problem = nameProblem(value)
+  if (problem !== null) throw badRequest(`Display_Name ${problem}.`)
   return value
 }
 

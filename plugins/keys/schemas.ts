@@ -5,11 +5,11 @@
  * names the field. Rules that span fields, or need the caller or the database, are
  * checked by the handlers (keyInput.ts, groupRules.ts, tenantScope.ts).
  */
-import { recordListSchema, recordSchema } from '../../kernel/sdk.ts'
+import { nameMaxLength, recordListSchema, recordSchema } from '../../kernel/sdk.ts'
 
 // Column sizes of api_keys (coreMigrations.ts); a longer value must be a 400, not a
 // database error.
-const nameLength = 255
+const nameLength = nameMaxLength
 const phoneLength = 100
 /** Ids are < 2^53 everywhere (D8), so JSON numbers carry them exactly. */
 const largestId = Number.MAX_SAFE_INTEGER

@@ -1,6 +1,6 @@
 import { aclPathProblem } from '../../kernel/auth/aclPath.ts'
 import { recordChange } from '../../kernel/audit/auditTrail.ts'
-import { UsageError, integerOption, serviceSeesIt, type AdminCommand, type AdminSession } from './command.ts'
+import { UsageError, integerOption, nameOption, serviceSeesIt, type AdminCommand, type AdminSession } from './command.ts'
 
 /** `acl add|list|remove`: ACL entries, optionally granted to groups. */
 export const acl: AdminCommand = {
@@ -20,8 +20,7 @@ export const acl: AdminCommand = {
     if (typeof path !== 'string') throw new UsageError('acl add needs --path')
     const problem = aclPathProblem(path)
     if (problem) throw new UsageError(`--path ${path}: ${problem}`)
-    if (typeof options.name !== 'string') throw new UsageError('acl add needs --name')
-    const name = options.name
+    const name = nameOption(options.name, 'name', 'acl add')
     const hash = options.hash === undefined ? 0 : integerOption(options.hash, 'hash')
     if (hash > 5) throw new UsageError('--hash is 0 (any) or 1-5 (md5, sha1, sha256, sha384, sha512)')
     const groups = ((options.group as string[] | undefined) ?? []).map((group) => integerOption(group, 'group'))

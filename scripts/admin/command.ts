@@ -3,6 +3,7 @@ import type { ParseArgsConfig } from 'node:util'
 import type { Config } from '../../kernel/boot/config.ts'
 import type { Kernel } from '../../kernel/boot/kernel.ts'
 import { accessStampEveryMs } from '../../kernel/cluster/accessStamp.ts'
+import { nameMaxLength, nameProblem } from '../../kernel/http/nameRule.ts'
 
 /**
  * When a running service sees a change this CLI made to keys, groups or ACL: at once
@@ -45,8 +46,15 @@ export function integerOption(value: unknown, name: string): number {
   return Number(value)
 }
 
-export function textOption(value: unknown, name: string, command: string): string {
-  if (typeof value !== 'string' || value.trim() === '') throw new UsageError(`${command} needs --${name}`)
+/**
+ * A name option (--name of a key, group, ACL entry or player): the API's own name rule
+ * (kernel/http/nameRule.ts), so the CLI never stores a name the API refuses, and a bad
+ * one is a usage error, never the database's.
+ */
+export function nameOption(value: unknown, name: string, command: string, maxLength = nameMaxLength): string {
+  if (typeof value !== 'string' || value === '') throw new UsageError(`${command} needs --${name}`)
+  const problem = nameProblem(value, maxLength)
+  if (problem !== null) throw new UsageError(`--${name} ${problem}`)
   return value
 }
 

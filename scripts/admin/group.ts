@@ -1,7 +1,7 @@
 import { recordChange } from '../../kernel/audit/auditTrail.ts'
 import { isUniqueViolation } from '../../kernel/storage/database.ts'
 import { readSetting } from '../../kernel/boot/bootstrap.ts'
-import { UsageError, serviceSeesIt, textOption, type AdminCommand } from './command.ts'
+import { UsageError, serviceSeesIt, nameOption, type AdminCommand } from './command.ts'
 
 /** `group add|list`: ACL groups. */
 export const group: AdminCommand = {
@@ -9,10 +9,11 @@ export const group: AdminCommand = {
   group list                                        every group, its ACL paths and how many keys hold it`,
   options: { name: { type: 'string' } },
   async run(session, words, options) {
+    // A bad name is refused before the database is opened.
+    const name = words[0] === 'add' ? nameOption(options.name, 'name', 'group add') : ''
     const kernel = await session.kernel()
     const { db } = kernel.database
     if (words[0] === 'add') {
-      const name = textOption(options.name, 'name', 'group add')
       const rootSetting = await readSetting(db, 'root_key_id')
       const rootId = rootSetting === undefined ? null : Number(rootSetting)
       try {

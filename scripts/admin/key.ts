@@ -3,7 +3,7 @@ import { issueKey } from '../../kernel/auth/keyIssuer.ts'
 import { isUniqueViolation } from '../../kernel/storage/database.ts'
 import { httpDate } from '../../kernel/auth/apiDate.ts'
 import type { KeyRecord } from '../../kernel/auth/keyAdministration.ts'
-import { UsageError, integerOption, serviceSeesIt, textOption, type AdminCommand } from './command.ts'
+import { UsageError, integerOption, serviceSeesIt, nameOption, type AdminCommand } from './command.ts'
 import { recordChange } from '../../kernel/audit/auditTrail.ts'
 import { keyChangeEvent } from '../../kernel/events/keyEvents.ts'
 
@@ -30,13 +30,15 @@ export const key: AdminCommand = {
   key disable ID | key enable ID                    EndDate now (as the API's disable) | no EndDate`,
   options: { parent: { type: 'string' }, custno: { type: 'string' }, name: { type: 'string' } },
   async run(session, words, options) {
+    // A bad option is refused before the database is opened.
+    const wanted = words[0] === 'bootstrap'
+      ? { parent: integerOption(options.parent, 'parent'), custno: integerOption(options.custno, 'custno'), name: nameOption(options.name, 'name', 'key bootstrap') }
+      : null
     const kernel = await session.kernel()
     const { db } = kernel.database
     const now = Date.now()
-    if (words[0] === 'bootstrap') {
-      const parent = integerOption(options.parent, 'parent')
-      const custno = integerOption(options.custno, 'custno')
-      const name = textOption(options.name, 'name', 'key bootstrap')
+    if (wanted) {
+      const { parent, custno, name } = wanted
       const rootId = await readSetting(db, 'root_key_id')
       const groups = rootId === undefined ? [] : await kernel.services.keys.groupsOf(Number(rootId))
       try {

@@ -8,6 +8,8 @@
  */
 import type { Kernel } from '../../kernel/boot/kernel.ts'
 import { addPlayer, listPlayers, PlayerNameTaken, removePlayer } from '../../kernel/tenants/players.ts'
+import { oneLineProblem } from '../../kernel/http/nameRule.ts'
+import { nameOption } from './command.ts'
 import { UsageError, wholeNumber } from './usageError.ts'
 
 type Options = Record<string, string | string[] | boolean | undefined>
@@ -17,10 +19,17 @@ export const playerUsage = `  player add --parent N --custno N --name X         
   player list --parent N [--custno N]               a tenant's players
   player remove --id N                              a player and its key`
 
-function text(options: Options, name: string, maxLength: number): string | null {
+// tenant_players' varchar(100) columns, counted in code points as MariaDB counts them.
+const textLength = 100
+
+/** --dispgroup or --location: one line of 1-100 characters, trimmed; null when not given. */
+function text(options: Options, name: string): string | null {
   const value = options[name]
   if (value === undefined) return null
-  if (typeof value !== 'string' || value.trim() === '' || value.length > maxLength) throw new UsageError(`--${name} needs a text of 1-${maxLength} characters`)
+  if (typeof value !== 'string' || value.trim() === '' || [...value.trim()].length > textLength) throw new UsageError(`--${name} needs a text of 1-${textLength} characters`)
+  // /account/read/player answers them, also as XML: the API's text rule, on one line.
+  const problem = oneLineProblem(value)
+  if (problem !== null) throw new UsageError(`--${name} ${problem}`)
   return value.trim()
 }
 
@@ -29,9 +38,9 @@ export async function playerCommand(kernel: Kernel, words: string[], options: Op
   if (words[1] === 'add') {
     const parent = wholeNumber(options, 'parent')
     const custno = wholeNumber(options, 'custno')
-    const name = text(options, 'name', 100)
-    if (name === null) throw new UsageError('player add needs --name')
-    const player = { parent, custno, name, dispGroup: text(options, 'dispgroup', 100), location: text(options, 'location', 100), requireHttps: options.http ? 0 : 1 }
+    // The name rule of every key name: the player's key is named `Player <custno>/<name>`.
+    const name = nameOption(options.name, 'name', 'player add', textLength)
+    const player = { parent, custno, name, dispGroup: text(options, 'dispgroup'), location: text(options, 'location'), requireHttps: options.http ? 0 : 1 }
     try {
       const added = await addPlayer(db, kernel.secrets, Date.now(), player,
         (trx) => kernel.services.tenants.ensureRoom(trx, 'Players', [{ parent, custno, count: 1 }]))
