@@ -253,3 +253,29 @@ t.test("names given to the CLI keep the API's name rule, the same on both databa
     t.equal(again.text, `Error: Display Name '${longest}' is already defined.`, 'and the API finds it taken under the same name')
   }),
 )
+
+t.test('no CLI command puts a key in parent 0, where the installation keeps its audit records', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const { db } = service.kernel.database
+    const refusals: [string[], string][] = [
+      [['key', 'bootstrap', '--parent', '0', '--custno', '0', '--name', 'Zero admin'], 'key bootstrap'],
+      [['key', 'bootstrap', '--parent', '00', '--custno', '3', '--name', 'Zero customer'], 'key bootstrap'],
+      [['player', 'add', '--parent', '0', '--custno', '0', '--name', 'Zero lobby'], 'player add'],
+      [['tenant', 'set', '--parent', '0', '--custno', '0', '--max-keys', '5'], 'tenant set'],
+    ]
+    const runs = await Promise.all(refusals.map(([words]) => adminOn(service, ...words)))
+    runs.forEach((run, index) => {
+      const [words, command] = refusals[index]
+      t.equal(run.code, 2, `${words.join(' ')}: a usage error`)
+      t.equal(run.stderr.split('\n').find((line) => line.startsWith('admin: ')),
+        `admin: ${command}: --parent 0 is the installation's own (tenant 0/0 holds its audit records, which no key may read); give a Parent of 1 or more`)
+    })
+    t.same(await db.selectFrom('api_keys').select('id').where('parent', '=', 0).execute(), [], 'no key in parent 0')
+    t.same(await db.selectFrom('tenant_entitlements').select('parent').where('parent', '=', 0).execute(), [], 'no entitlement for it')
+    t.same(await db.selectFrom('api_audit').select('action').where('parent', '=', 0).where('action', 'in', ['key.create', 'player.add', 'tenant.set']).execute(), [], 'nothing audited')
+    const shown = await adminOn(service, 'tenant', 'show', '--parent', '0', '--custno', '0', '--json')
+    t.equal(shown.code, 0, 'tenant show may still look at parent 0 (keys an earlier version put there)')
+    t.match(JSON.parse(shown.stdout), { Parent: 0, Custno: 0, Keys: 0 })
+  }),
+)

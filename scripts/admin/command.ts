@@ -58,6 +58,24 @@ export function nameOption(value: unknown, name: string, command: string, maxLen
   return value
 }
 
+/**
+ * A tenant's Parent for a command that puts a key there, or sets a tenant's
+ * entitlement (which no key could then use). Parent 0 belongs to the
+ * installation: its changes (groups, ACL entries, master key rotations) are audited
+ * under tenant 0/0, which no key may read (docs/keys.md, POST /Api/Read/Audit).
+ */
+export function parentOption(value: unknown, command: string): number {
+  const parent = wholeNumberOption(value, 'parent')
+  if (parent === 0) throw new UsageError(`${command}: --parent 0 is the installation's own (tenant 0/0 holds its audit records, which no key may read); give a Parent of 1 or more`)
+  return parent
+}
+
+/** A required whole-number option (at most 15 digits: ids and tenants stay below 2^53). */
+export function wholeNumberOption(value: unknown, name: string): number {
+  if (typeof value !== 'string' || !/^\d{1,15}$/.test(value)) throw new UsageError(`--${name} needs a whole number`)
+  return Number(value)
+}
+
 /** `SQLite /data/keygate.sqlite` or `MySQL root@127.0.0.1:3306/keygate`: never the password. */
 export function databaseLabel(config: Config): string {
   if (!config.databaseUrl) return `SQLite ${join(config.dataDir, 'keygate.sqlite')}`

@@ -3,7 +3,7 @@ import { issueKey } from '../../kernel/auth/keyIssuer.ts'
 import { isUniqueViolation } from '../../kernel/storage/database.ts'
 import { httpDate } from '../../kernel/auth/apiDate.ts'
 import type { KeyRecord } from '../../kernel/auth/keyAdministration.ts'
-import { UsageError, integerOption, serviceSeesIt, nameOption, type AdminCommand } from './command.ts'
+import { UsageError, integerOption, serviceSeesIt, nameOption, parentOption, type AdminCommand } from './command.ts'
 import { recordChange } from '../../kernel/audit/auditTrail.ts'
 import { keyChangeEvent } from '../../kernel/events/keyEvents.ts'
 
@@ -32,7 +32,7 @@ export const key: AdminCommand = {
   async run(session, words, options) {
     // A bad option is refused before the database is opened.
     const wanted = words[0] === 'bootstrap'
-      ? { parent: integerOption(options.parent, 'parent'), custno: integerOption(options.custno, 'custno'), name: nameOption(options.name, 'name', 'key bootstrap') }
+      ? { parent: parentOption(options.parent, 'key bootstrap'), custno: integerOption(options.custno, 'custno'), name: nameOption(options.name, 'name', 'key bootstrap') }
       : null
     const kernel = await session.kernel()
     const { db } = kernel.database

@@ -9,7 +9,7 @@
 import type { Kernel } from '../../kernel/boot/kernel.ts'
 import { addPlayer, listPlayers, PlayerNameTaken, removePlayer } from '../../kernel/tenants/players.ts'
 import { oneLineProblem } from '../../kernel/http/nameRule.ts'
-import { nameOption } from './command.ts'
+import { nameOption, parentOption } from './command.ts'
 import { UsageError, wholeNumber } from './usageError.ts'
 
 type Options = Record<string, string | string[] | boolean | undefined>
@@ -36,7 +36,7 @@ function text(options: Options, name: string): string | null {
 export async function playerCommand(kernel: Kernel, words: string[], options: Options): Promise<unknown> {
   const { db } = kernel.database
   if (words[1] === 'add') {
-    const parent = wholeNumber(options, 'parent')
+    const parent = parentOption(options.parent, 'player add')
     const custno = wholeNumber(options, 'custno')
     // The name rule of every key name: the player's key is named `Player <custno>/<name>`.
     const name = nameOption(options.name, 'name', 'player add', textLength)
