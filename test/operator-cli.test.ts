@@ -279,3 +279,25 @@ t.test('no CLI command puts a key in parent 0, where the installation keeps its 
     t.match(JSON.parse(shown.stdout), { Parent: 0, Custno: 0, Keys: 0 })
   }),
 )
+
+t.test("player add names what took the player's key name: a player, or an ordinary key", (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const squatter = await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: 'Player 5/Lobby', GroupId: 3, Require_Https: 0 } })
+    t.equal(squatter.status, 200, squatter.text)
+    const [clash, made] = await Promise.all([
+      adminOn(service, 'player', 'add', '--parent', '1', '--custno', '5', '--name', 'Lobby'),
+      adminOn(service, 'player', 'add', '--parent', '1', '--custno', '5', '--name', 'Hall', '--json'),
+    ])
+    t.equal(clash.code, 2)
+    t.equal(clash.stderr.split('\n').find((line) => line.startsWith('admin: ')),
+      `admin: a key named 'Player 5/Lobby' (Id ${squatter.json.Id}, not a player's) exists already in parent 1: rename that key (POST /Api/Edit/Key) or give the player another name`,
+      'not "a player exists": there is none')
+    t.equal(made.code, 0, made.stderr)
+    const again = await adminOn(service, 'player', 'add', '--parent', '1', '--custno', '5', '--name', 'Hall')
+    t.equal(again.code, 2)
+    t.equal(again.stderr.split('\n').find((line) => line.startsWith('admin: ')), "admin: a player named 'Hall' exists already for 1/5")
+    const players = await service.kernel.database.db.selectFrom('tenant_players').select('name').execute()
+    t.same(players.map((row) => row.name), ['Hall'], 'one player; nothing written for the refused ones')
+  }),
+)

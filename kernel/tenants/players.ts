@@ -85,10 +85,11 @@ export async function addPlayer(
 ): Promise<IssuedKey & { playerId: number }> {
   const groupId = await playerGroupId(db)
   let playerId = 0
+  // Key names are unique per parent; the customer in the name keeps two customers' "Lobby" apart.
+  const keyName = `Player ${player.custno}/${player.name}`
   try {
     const key = await issueKey(db, secrets, now, {
-      // Key names are unique per parent; the customer in the name keeps two customers' "Lobby" apart.
-      display_name: `Player ${player.custno}/${player.name}`,
+      display_name: keyName,
       parent: player.parent,
       custno: player.custno,
       require_https: player.requireHttps,
@@ -109,9 +110,22 @@ export async function addPlayer(
     })
     return { ...key, playerId }
   } catch (error) {
-    if (isUniqueViolation(error)) throw new PlayerNameTaken(`a player named '${player.name}' exists already for ${player.parent}/${player.custno}`)
+    if (isUniqueViolation(error)) throw new PlayerNameTaken(await nameClash(db, player, keyName))
     throw error
   }
+}
+
+/**
+ * What took the name: a player of the tenant, or a key of the parent that merely has
+ * the player key's name (any key that may create keys in the parent can name one so).
+ */
+async function nameClash(db: Kysely<CoreTables>, player: NewPlayer, keyName: string): Promise<string> {
+  const existing = await db.selectFrom('tenant_players').select('id')
+    .where('parent', '=', player.parent).where('custno', '=', player.custno).where('name', '=', player.name).executeTakeFirst()
+  if (existing) return `a player named '${player.name}' exists already for ${player.parent}/${player.custno}`
+  const key = await db.selectFrom('api_keys').select('id').where('parent', '=', player.parent).where('display_name', '=', keyName).executeTakeFirst()
+  if (key) return `a key named '${keyName}' (Id ${key.id}, not a player's) exists already in parent ${player.parent}: rename that key (POST /Api/Edit/Key) or give the player another name`
+  return `a player named '${player.name}' or a key named '${keyName}' exists already for ${player.parent}/${player.custno}`
 }
 
 /** Removes a player and its key (the key stops working at once on this process, within the key cache time elsewhere). */
