@@ -7,6 +7,7 @@ import { parseAddressRange } from './addressRange.ts'
 import { masterKeySource } from '../auth/masterKey.ts'
 import { packageRoot } from './packageRoot.ts'
 import { plainAddress } from '../http/transport.ts'
+import { idLagLimitMs } from '../callLog/requestId.ts'
 
 /** The most processes WORKERS may start (request ids have room for 16 node ids, D8). */
 export const maxWorkers = 16
@@ -147,8 +148,8 @@ const schema = {
       required: ['headersMs', 'requestMs', 'keepAliveMs', 'maxHeaderSize'],
       properties: {
         headersMs: { type: 'integer', minimum: 100, maximum: 30000 },
-        // At most an hour: a call's log record is found by its arrival within that of its id (requestId.ts).
-        requestMs: { type: 'integer', minimum: 100, maximum: 3_600_000 },
+        // At most idLagLimitMs: a call's log record is found by its arrival within that of its id.
+        requestMs: { type: 'integer', minimum: 100, maximum: idLagLimitMs },
         keepAliveMs: { type: 'integer', minimum: 100 },
         maxHeaderSize: { type: 'integer', minimum: 1024, maximum: 1048576 },
       },

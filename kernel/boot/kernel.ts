@@ -39,7 +39,7 @@ import { KernelMetrics } from '../observe/metrics.ts'
 import { accessLogStage } from '../observe/accessLog.ts'
 import { healthResponder } from '../http/health.ts'
 import { hiddenRoute, staticFilesResponder } from '../http/staticFiles.ts'
-import { clientAddress } from '../http/clientAddress.ts'
+import { proxyTrust } from '../http/proxyTrust.ts'
 import { packageVersion } from './packageRoot.ts'
 import { RedisLink } from '../cluster/redisLink.ts'
 import { RedisInvalidation } from '../cluster/redisInvalidation.ts'
@@ -136,8 +136,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const replayGuard = new ReplayGuard(usedSignatures)
   // Never more than the keys loaded: each entry holds its key's record.
   const signatures = new SignatureMemory(Math.min(signatureMemoryMax, config.cache.maxEntries))
-  const idempotency = new IdempotencyStore(db, secrets, clock, 2 * config.timeouts.requestMs)
-  idempotency.startPurging(10 * 60_000, report)
+  const idempotency = new IdempotencyStore(db, secrets, clock, 2 * config.timeouts.requestMs, report)
+  idempotency.startPurging(10 * 60_000)
   const requestIds = new RequestIds(nodes.nodeId, clock)
   const cache = new ResponseCache(config.cache.maxEntries, config.cache.responseBytes)
   const callLog = new CallLog(db, config.log, clock, report, nodes.nodeId, (batch) => {
@@ -256,11 +256,12 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
 
   // Observers see every answered call once its answer is final (access line, metrics).
   // Metrics are kept only when something can scrape them (metrics.port set).
+  const proxies = proxyTrust(config.trustProxy)
   const observers = [
     ...(config.metrics && config.metrics.port !== 0 ? [metrics.stage()] : []),
-    accessLogStage(logger, config.log.access ?? 'errors', clientAddress(new Set(config.trustProxy))),
+    accessLogStage(logger, config.log.access ?? 'errors', proxies.clientAddress),
   ]
-  const pipelines = buildPipelines({ config, keys, rateLimits, credits, requestIds, callLog, cache, replayGuard, signatures, idempotency, daySecret, clock, report, observers, publishing: redisInvalidation && (() => redisInvalidation.inFlight()) })
+  const pipelines = buildPipelines({ config, keys, rateLimits, credits, requestIds, callLog, cache, replayGuard, signatures, idempotency, daySecret, clock, report, proxies, observers, publishing: redisInvalidation && (() => redisInvalidation.inFlight()) })
   const health = healthResponder({ ping: () => sql`select 1`.execute(db), logQueue: () => ({ queued: callLog.queued, max: config.log.queueMax }), closing: () => closing !== null,
     degraded: redis ? () => (redis.reachable ? null : 'redis unreachable; rate limits per process') : undefined })
   const staticFiles = staticFilesResponder(mounts)

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
-import { firstIdAt, idLagLimitMs, nodeOfId, timeOfId } from './requestId.ts'
+import { nodeOfId, timeOfId } from './requestId.ts'
+import { arrivedWithin } from './arrivalRange.ts'
 import { httpDate } from '../auth/apiDate.ts'
 import type { LogRecord } from '../plugin.ts'
 import type { CallLogQueue } from './queue.ts'
@@ -65,9 +66,7 @@ export class CallLogReads {
     // a margin: a process that has just started writes its first batches slower).
     if (await this.othersServing()) await new Promise((resolve) => setTimeout(resolve, this.options.flushMs * 2 + 150))
     let query = this.db.selectFrom('api_log').where('key_id', '=', keyId)
-    // The id bounds the index scan; RequestTime (the arrival, which comes before the id) decides.
-    if (options.from !== undefined) query = query.where('id', '>=', firstIdAt(options.from)).where('request_time', '>=', options.from)
-    if (options.to !== undefined) query = query.where('id', '<', firstIdAt(options.to + 1 + idLagLimitMs)).where('request_time', '<=', options.to)
+    if (options.from !== undefined || options.to !== undefined) query = query.where(arrivedWithin(options))
     // Paths are case-insensitive (D1); the key's id range is small enough to compare lowered.
     if (options.apiFunction !== undefined) query = query.where((eb) => eb(eb.fn('lower', ['api_function']), '=', options.apiFunction!.toLowerCase()))
     const [{ total }] = await query.select((eb) => eb.fn.countAll<number>().as('total')).execute()

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
 import type { CallLogQueue } from './queue.ts'
-import { firstIdAt, idLagLimitMs } from './requestId.ts'
+import { arrivedWithin } from './arrivalRange.ts'
 
 /** Whose calls: one key's, or every key of a tenant (custno 0: the whole parent). */
 export type UsageScope = { keyId: number } | { parent: number; custno: number }
@@ -35,11 +35,7 @@ export async function callUsage(db: Kysely<CoreTables>, queue: CallLogQueue, sco
   await queue.flush()
   const step = Math.trunc(query.stepMs)
   const bucket = sql<number>`request_time - (request_time % ${sql.lit(step)})`
-  let select = db.selectFrom('api_log')
-    .where('id', '>=', firstIdAt(query.from))
-    .where('id', '<', firstIdAt(query.to + 1 + idLagLimitMs))
-    .where('request_time', '>=', query.from)
-    .where('request_time', '<=', query.to)
+  let select = db.selectFrom('api_log').where(arrivedWithin(query))
   if ('keyId' in scope) {
     select = select.where('key_id', '=', scope.keyId)
   } else {

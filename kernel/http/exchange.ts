@@ -4,6 +4,7 @@ import type { AclEntry, Call, CallerKey, ResponseFormat, Route } from '../plugin
 import type { Credentials } from '../auth/credentials.ts'
 import type { SignedWith, AuthRecord } from '../auth/keyDirectory.ts'
 import type { RateDecision } from '../limits/rateLimits.ts'
+import type { ClaimTicket } from './idempotencyStore.ts'
 
 /** A plugin route as mounted: its validators compiled once at start. */
 export interface MountedRoute {
@@ -53,8 +54,8 @@ export class Exchange implements Call<unknown, Record<string, unknown>> {
   cacheKey: string | null = null
   /** The response cache's invalidation count when `cacheKey` was made: an answer computed across one is not kept. */
   cacheEpoch = 0
-  /** The Idempotency-Key this call claimed: its answer is stored for the key's retries. */
-  idempotencyKey: string | null = null
+  /** The Idempotency-Key claim this call holds: its answer is stored for the key's retries. */
+  idempotencyClaim: ClaimTicket | null = null
   answer: Answer | null = null
   /** The answer is the response cache's: its body is the cache's own buffer, shared by every call that got it. */
   fromCache = false

@@ -16,8 +16,15 @@ export function idempotencyContext(keyId: number, idemKey: string): string {
   return `idempotency:${keyId}:${idemKey}`
 }
 
+/** A claim this call holds: what `settle` needs to end it. */
+export interface ClaimTicket {
+  keyId: number
+  idemKey: string
+  requestHash: string
+}
+
 export type Claim =
-  | { kind: 'claimed' }
+  | { kind: 'claimed'; ticket: ClaimTicket }
   | { kind: 'stored'; answer: Answer }
   | { kind: 'running' }
   | { kind: 'mismatch' }
@@ -36,11 +43,13 @@ const settleRetryMaxMs = 5000
  * A claim's end the database refused: the answer to store (the work was done and
  * answered) or null to free the claim (the call was refused or failed).
  */
-interface UnsettledClaim {
-  keyId: number
-  idemKey: string
-  requestHash: string
+interface UnsettledClaim extends ClaimTicket {
   answer: Answer | null
+}
+
+/** The in-memory name of a key's claim: one Idempotency-Key per API key. */
+function claimId(keyId: number, idemKey: string): string {
+  return `${keyId} ${idemKey}`
 }
 
 export class IdempotencyStore {
@@ -55,16 +64,18 @@ export class IdempotencyStore {
     private readonly secrets: Pick<SecretBox, 'seal' | 'open'>,
     private readonly clock: () => number,
     private readonly abandonedAfterMs: number,
+    private readonly report: (error: unknown) => void,
   ) {}
 
   async claim(keyId: number, idemKey: string, requestHash: string): Promise<Claim> {
-    const unsettled = this.unsettled.get(`${keyId} ${idemKey}`)
+    const id = claimId(keyId, idemKey)
+    const unsettled = this.unsettled.get(id)
     if (unsettled) {
       // This process answered it and could not yet write how it ended: that answer stands.
       if (unsettled.answer !== null) return unsettled.requestHash === requestHash ? { kind: 'stored', answer: unsettled.answer } : { kind: 'mismatch' }
       // A freed claim: free it now (a database still away fails this call with 503) and go on.
       await this.settleNow(unsettled)
-      this.unsettled.delete(`${keyId} ${idemKey}`)
+      this.unsettled.delete(id)
     }
     for (let attempt = 0; attempt < 3; attempt++) {
       const now = this.clock()
@@ -83,7 +94,7 @@ export class IdempotencyStore {
       }
       try {
         await this.db.insertInto('api_idempotency').values({ key_id: keyId, idem_key: idemKey, request_hash: requestHash, status: 0, content_type: null, headers: null, body: null, created_at: now }).execute()
-        return { kind: 'claimed' }
+        return { kind: 'claimed', ticket: { keyId, idemKey, requestHash } }
       } catch (error) {
         if (!isUniqueViolation(error)) throw error
         // Another call claimed it first: look again.
@@ -99,14 +110,14 @@ export class IdempotencyStore {
    * done twice nor the key stay blocked: this process answers retries from memory and
    * writes the end again, every few seconds, until the database takes it.
    */
-  async settle(keyId: number, idemKey: string, requestHash: string, answer: Answer | null, report: (error: unknown) => void): Promise<void> {
-    const claim: UnsettledClaim = { keyId, idemKey, requestHash, answer }
+  async settle(ticket: ClaimTicket, answer: Answer | null): Promise<void> {
+    const claim: UnsettledClaim = { ...ticket, answer }
     try {
       await this.settleNow(claim)
     } catch (error) {
-      report(error)
-      this.unsettled.set(`${keyId} ${idemKey}`, claim)
-      this.scheduleRetry(report)
+      this.report(error)
+      this.unsettled.set(claimId(ticket.keyId, ticket.idemKey), claim)
+      this.scheduleRetry()
     }
   }
 
@@ -120,16 +131,16 @@ export class IdempotencyStore {
       .where('key_id', '=', keyId).where('idem_key', '=', idemKey).execute()
   }
 
-  private scheduleRetry(report: (error: unknown) => void): void {
+  private scheduleRetry(): void {
     if (this.retryTimer !== null) return
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null
-      void this.retryUnsettled(report)
+      void this.retryUnsettled()
     }, this.retryDelayMs)
     this.retryTimer.unref()
   }
 
-  private async retryUnsettled(report: (error: unknown) => void): Promise<void> {
+  private async retryUnsettled(): Promise<void> {
     for (const [id, claim] of this.unsettled) {
       try {
         await this.settleNow(claim)
@@ -137,15 +148,15 @@ export class IdempotencyStore {
       } catch {
         // Still away: the first failure was reported; back off and try again.
         this.retryDelayMs = Math.min(this.retryDelayMs * 2, settleRetryMaxMs)
-        return this.scheduleRetry(report)
+        return this.scheduleRetry()
       }
     }
     this.retryDelayMs = 250
   }
 
-  startPurging(everyMs: number, report: (error: unknown) => void): void {
+  startPurging(everyMs: number): void {
     this.purgeTimer = setInterval(() => {
-      this.db.deleteFrom('api_idempotency').where('created_at', '<', this.clock() - idempotencyTtlMs).execute().catch(report)
+      this.db.deleteFrom('api_idempotency').where('created_at', '<', this.clock() - idempotencyTtlMs).execute().catch(this.report)
     }, everyMs)
     this.purgeTimer.unref()
   }

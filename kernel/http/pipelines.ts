@@ -11,7 +11,7 @@ import type { IdempotencyStore } from './idempotencyStore.ts'
 import { createPipeline, type Pipeline, type Stage } from './pipeline.ts'
 import { errorAnswer, failureAnswer } from './failure.ts'
 import type { MountedRoute } from './exchange.ts'
-import { secureTransport } from './transport.ts'
+import type { ProxyTrust } from './proxyTrust.ts'
 import { closeUnreadStage, readBodyStage } from './stages/readBody.ts'
 import { authenticateStage } from './stages/authenticate.ts'
 import { verifyStage } from './stages/verify.ts'
@@ -42,6 +42,8 @@ export interface PipelineParts {
   daySecret: Buffer
   clock: () => number
   report: (error: unknown) => void
+  /** The client's address and TLS as the trusted proxies tell them. */
+  proxies: ProxyTrust
   /** Stages with only an after phase that watch every call (metrics, access lines); their failures are reported, never the call's. */
   observers?: Stage[]
   /** With Redis: the cache invalidations still being published (undefined when none). */
@@ -78,15 +80,14 @@ const notFoundStage: Stage = {
  * answer to "which one" is whether the request announces a body.
  */
 export function buildPipelines(parts: PipelineParts): Pipelines {
-  const { config, keys, rateLimits, credits, requestIds, callLog, cache, replayGuard, signatures, idempotency, daySecret, clock, report } = parts
+  const { config, keys, rateLimits, credits, requestIds, callLog, cache, replayGuard, signatures, idempotency, daySecret, clock, report, proxies } = parts
   const observers = (parts.observers ?? []).map((observer) => watching(observer, report))
-  const isSecure = secureTransport(new Set(config.trustProxy))
   const lookupAcl = aclLookup(keys)
   const stage = {
-    log: logStage(callLog, config, isSecure),
+    log: logStage(callLog, config, proxies),
     closeUnread: closeUnreadStage(),
     authenticate: authenticateStage(keys, clock),
-    acl: authorizeStage(keys, lookupAcl, requestIds, isSecure),
+    acl: authorizeStage(keys, lookupAcl, requestIds, proxies.isSecure),
     body: readBodyStage(config.bodyLimit),
     verify: verifyStage({ lookupAcl, rateLimits, requestIds, signatures, daySecret, clock }),
     rateLimit: rateLimitStage(rateLimits),
@@ -98,7 +99,7 @@ export function buildPipelines(parts: PipelineParts): Pipelines {
     // After the rate limit: a call the limit refuses spends no credit.
     credits: creditsStage(credits, clock),
     input: parseInputStage(),
-    idempotency: idempotencyStage(idempotency, report),
+    idempotency: idempotencyStage(idempotency),
     cache: config.cache.responses ? [cacheStage(cache)] : [],
     publish: parts.publishing ? [publishChangesStage(parts.publishing)] : [],
     handler: handleStage(),

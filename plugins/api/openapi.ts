@@ -166,6 +166,7 @@ function operation(route: MountedRouteInfo, cachesAnswers: boolean): object {
       401: unauthorized,
       403: errorAnswer('The ACL does not allow this path, or HTTPS is required.'),
       404: errorAnswer('No such object of yours (an id not found, or another tenant\'s), or the route\'s plugin is disabled.'),
+      406: errorAnswer('The Accept header refuses every format of this service (json, xml, csv).'),
       ...(route.writes ? {
         409: errorAnswer('A call with this Idempotency-Key is still being processed; try again shortly.'),
       } : {}),

@@ -22,7 +22,7 @@ function requestHash(exchange: Exchange): string {
  * it (a 400 date, a 404 id), so its claim is freed and a corrected retry under the same
  * key runs; so does a 5xx's. A refused body is refused before the claim.
  */
-export function idempotencyStage(store: IdempotencyStore, report: (error: unknown) => void): Stage {
+export function idempotencyStage(store: IdempotencyStore): Stage {
   return {
     name: 'idempotency',
     run(exchange) {
@@ -40,17 +40,17 @@ export function idempotencyStage(store: IdempotencyStore, report: (error: unknow
         } else if (claim.kind === 'mismatch') {
           throw new ApiError('UNPROCESSABLE_ENTITY', 'This Idempotency-Key was already used with another request.')
         } else {
-          exchange.idempotencyKey = header
+          exchange.idempotencyClaim = claim.ticket
         }
       })
     },
     after(exchange) {
-      const idemKey = exchange.idempotencyKey
-      if (idemKey === null) return
+      const ticket = exchange.idempotencyClaim
+      if (ticket === null) return
       const answer = exchange.answer!
       // The call's own answer stands even if storing it fails; the store keeps trying.
       const succeeded = answer.status >= 200 && answer.status < 300
-      return store.settle(exchange.caller.id, idemKey, requestHash(exchange), succeeded ? { ...answer, headers: answer.headers.slice() } : null, report)
+      return store.settle(ticket, succeeded ? { ...answer, headers: answer.headers.slice() } : null)
     },
   }
 }

@@ -7,7 +7,7 @@ import type { Exchange } from '../exchange.ts'
 import type { Stage } from '../pipeline.ts'
 import { plainAddress } from '../transport.ts'
 import { headerRedaction } from '../../callLog/headerRedaction.ts'
-import { clientAddress } from '../clientAddress.ts'
+import type { ProxyTrust } from '../proxyTrust.ts'
 import { AnswerDigests } from '../../callLog/sharedAnswers.ts'
 
 const maxStoredBody = 64 * 1024
@@ -103,12 +103,11 @@ function loggedAnswer(exchange: Exchange, body: Buffer): string | Buffer {
  * - 2 or more: adds the details Request_Url, Http_User_Agent, Raw_Request (credentials
  *   redacted) and Rsponse of successful answers; details expire after LogRaw days.
  */
-function callLogger(callLog: CallLog, config: Config, isSecure: (request: IncomingMessage) => boolean) {
+function callLogger(callLog: CallLog, config: Config, proxies: ProxyTrust) {
   // Server_Name follows the node id the call's request id carries (a takeover changes it).
   let namedNode = -1
   let serverName = ''
   const redacted = headerRedaction(config.log.redactHeaders ?? [])
-  const clientAddressOf = clientAddress(new Set(config.trustProxy))
   const digests = new AnswerDigests()
   return (exchange: Exchange, status: number, body: Buffer, format: string): void => {
     const request = exchange.request
@@ -131,8 +130,8 @@ function callLogger(callLog: CallLog, config: Config, isSecure: (request: Incomi
       // node:net asks the socket for its address once and keeps it: no system call per call.
       server_addr: socket.localAddress ? plainAddress(socket.localAddress) : null,
       server_port: socket.localPort ?? null,
-      remote_addr: clientAddressOf(request),
-      request_scheme: isSecure(request) ? 'HTTPS' : 'HTTP',
+      remote_addr: proxies.clientAddress(request),
+      request_scheme: proxies.isSecure(request) ? 'HTTPS' : 'HTTP',
       request_method: request.method ?? 'GET',
       api_acl: exchange.acl?.id ?? null,
       api_function: exchange.mounted.route.path,
@@ -158,8 +157,8 @@ function callLogger(callLog: CallLog, config: Config, isSecure: (request: Incomi
  * carries the id (D8). A full log queue makes the call wait (backpressure) instead of
  * losing its record.
  */
-export function logStage(callLog: CallLog, config: Config, isSecure: (request: IncomingMessage) => boolean): Stage {
-  const logCall = callLogger(callLog, config, isSecure)
+export function logStage(callLog: CallLog, config: Config, proxies: ProxyTrust): Stage {
+  const logCall = callLogger(callLog, config, proxies)
   const record = (exchange: Exchange) => {
     const answer = exchange.answer!
     logCall(exchange, answer.status, answer.body, exchange.format)
