@@ -301,3 +301,32 @@ t.test("player add names what took the player's key name: a player, or an ordina
     t.same(players.map((row) => row.name), ['Hall'], 'one player; nothing written for the refused ones')
   }),
 )
+
+t.test('a stray word is a usage error (exit 2) that changes nothing, not silently dropped', async (t) => {
+  const dataDir = tempDir(t)
+  const env = { DATA_DIR: dataDir }
+  t.equal((await runAdmin(['key', 'list'], env)).code, 0, 'the database exists')
+  const strays: [string[], string][] = [
+    [['key', 'list', '5'], "admin: key list: unexpected word '5' (options start with --)"],
+    [['key', 'bootstrap', 'parent', '7', '--parent', '7', '--custno', '1', '--name', 'Stray'], "admin: key bootstrap: unexpected word 'parent' (options start with --)"],
+    [['group', 'add', 'Extra', '--name', 'Extra'], "admin: group add: unexpected word 'Extra' (options start with --)"],
+    [['acl', 'add', 'x', '--path', '/Extra/Read/Thing', '--name', 'extra'], "admin: acl add: unexpected word 'x' (options start with --)"],
+    [['acl', 'list', 'all'], "admin: acl list: unexpected word 'all' (options start with --)"],
+    [['daycode', 'now'], "admin: daycode: unexpected word 'now' (options start with --)"],
+    [['tenant', 'set', 'max-keys', '--parent', '7', '--custno', '1', '--max-keys', '5'], "admin: tenant set: unexpected word 'max-keys' (options start with --)"],
+    [['player', 'add', 'Lobby', '--parent', '7', '--custno', '1', '--name', 'Lobby'], "admin: player add: unexpected word 'Lobby' (options start with --)"],
+    [['master-key', 'rotate', 'now'], 'admin: usage: master-key rotate'],
+    [['master-key'], 'admin: usage: master-key rotate'],
+  ]
+  for (const [words, message] of strays) {
+    const run = await runAdmin(words, env)
+    t.equal(run.code, 2, `${words.join(' ')}: exit 2`)
+    t.equal(run.stderr.split('\n').find((line) => line.startsWith('admin: ')), message)
+  }
+  const keys = JSON.parse((await runAdmin(['key', 'list', '--json'], env)).stdout)
+  t.same(keys.map((key: { Id: number }) => key.Id), [1], 'no key was made')
+  const groups = JSON.parse((await runAdmin(['group', 'list', '--json'], env)).stdout)
+  t.notOk(groups.some((group: { Display_Name: string }) => group.Display_Name === 'Extra'), 'no group was made')
+  const entries = JSON.parse((await runAdmin(['acl', 'list', '--json'], env)).stdout)
+  t.notOk(entries.some((entry: { Path: string }) => entry.Path === '/Extra/Read/Thing'), 'no ACL entry was made')
+})

@@ -1,6 +1,6 @@
 import { aclPathProblem } from '../../kernel/auth/aclPath.ts'
 import { recordChange } from '../../kernel/audit/auditTrail.ts'
-import { UsageError, integerOption, nameOption, serviceSeesIt, type AdminCommand, type AdminSession } from './command.ts'
+import { UsageError, integerOption, noMoreWords, nameOption, serviceSeesIt, type AdminCommand, type AdminSession } from './command.ts'
 
 /** `acl add|list|remove`: ACL entries, optionally granted to groups. */
 export const acl: AdminCommand = {
@@ -13,9 +13,10 @@ export const acl: AdminCommand = {
     public: { type: 'boolean' }, https: { type: 'boolean' }, hash: { type: 'string' },
   },
   async run(session, words, options) {
-    if (words[0] === 'list') return list(session)
     if (words[0] === 'remove') return remove(session, words)
-    if (words[0] !== 'add') throw new UsageError(`unknown command: acl ${words.join(' ')}`)
+    if (words[0] !== 'add' && words[0] !== 'list') throw new UsageError(`unknown command: acl ${words.join(' ')}`)
+    noMoreWords(words, 1, `acl ${words[0]}`)
+    if (words[0] === 'list') return list(session)
     const path = options.path
     if (typeof path !== 'string') throw new UsageError('acl add needs --path')
     const problem = aclPathProblem(path)

@@ -20,6 +20,14 @@ export function serviceSeesIt(kernel: Pick<Kernel, 'config' | 'redisReachable'>)
 /** A mistake in the command line: printed with the usage hint, exit 2. */
 export class UsageError extends Error {}
 
+/**
+ * Refuses words after the ones a command takes (`key list 5`, `daycode now`): a typo or a
+ * misplaced option is never silently dropped.
+ */
+export function noMoreWords(words: string[], taken: number, command: string): void {
+  if (words.length > taken) throw new UsageError(`${command}: unexpected word '${words[taken]}' (options start with --)`)
+}
+
 export type OptionValues = Record<string, string | string[] | boolean | undefined>
 
 /** What one CLI run offers its command: the config, and the kernel started on demand. */

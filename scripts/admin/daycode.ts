@@ -1,6 +1,6 @@
 import QRCode from 'qrcode'
 import { dayCodeAt, dayCodeUri } from '../../kernel/auth/dayCode.ts'
-import type { AdminCommand } from './command.ts'
+import { noMoreWords, type AdminCommand } from './command.ts'
 
 /**
  * `daycode [--uri]`: the current day code of the database this config points at (D5).
@@ -11,7 +11,8 @@ import type { AdminCommand } from './command.ts'
 export const daycode: AdminCommand = {
   usage: '  daycode [--uri]                                   the current day code (x-apitoday); --uri: otpauth URI, QR code on stderr',
   options: { uri: { type: 'boolean' } },
-  async run(session, _words, options) {
+  async run(session, words, options) {
+    noMoreWords(words, 0, 'daycode')
     const kernel = await session.kernel()
     if (!options.uri) return dayCodeAt(kernel.daySecret, Date.now())
     const uri = dayCodeUri(kernel.daySecret, 'keygate')

@@ -1,7 +1,7 @@
 import { recordChange } from '../../kernel/audit/auditTrail.ts'
 import { isUniqueViolation } from '../../kernel/storage/database.ts'
 import { readSetting } from '../../kernel/boot/bootstrap.ts'
-import { UsageError, serviceSeesIt, nameOption, type AdminCommand } from './command.ts'
+import { UsageError, noMoreWords, serviceSeesIt, nameOption, type AdminCommand } from './command.ts'
 
 /** `group add|list`: ACL groups. */
 export const group: AdminCommand = {
@@ -9,7 +9,8 @@ export const group: AdminCommand = {
   group list                                        every group, its ACL paths and how many keys hold it`,
   options: { name: { type: 'string' } },
   async run(session, words, options) {
-    // A bad name is refused before the database is opened.
+    // A bad name or a stray word is refused before the database is opened.
+    if (words[0] === 'add' || words[0] === 'list') noMoreWords(words, 1, `group ${words[0]}`)
     const name = words[0] === 'add' ? nameOption(options.name, 'name', 'group add') : ''
     const kernel = await session.kernel()
     const { db } = kernel.database

@@ -3,7 +3,7 @@ import { issueKey } from '../../kernel/auth/keyIssuer.ts'
 import { isUniqueViolation } from '../../kernel/storage/database.ts'
 import { httpDate } from '../../kernel/auth/apiDate.ts'
 import type { KeyRecord } from '../../kernel/auth/keyAdministration.ts'
-import { UsageError, integerOption, serviceSeesIt, nameOption, parentOption, type AdminCommand } from './command.ts'
+import { UsageError, integerOption, noMoreWords, serviceSeesIt, nameOption, parentOption, type AdminCommand } from './command.ts'
 import { recordChange } from '../../kernel/audit/auditTrail.ts'
 import { keyChangeEvent } from '../../kernel/events/keyEvents.ts'
 
@@ -30,7 +30,8 @@ export const key: AdminCommand = {
   key disable ID | key enable ID                    EndDate now (as the API's disable) | no EndDate`,
   options: { parent: { type: 'string' }, custno: { type: 'string' }, name: { type: 'string' } },
   async run(session, words, options) {
-    // A bad option is refused before the database is opened.
+    // A bad option or a stray word is refused before the database is opened.
+    if (words[0] === 'bootstrap' || words[0] === 'list') noMoreWords(words, 1, `key ${words[0]}`)
     const wanted = words[0] === 'bootstrap'
       ? { parent: parentOption(options.parent, 'key bootstrap'), custno: integerOption(options.custno, 'custno'), name: nameOption(options.name, 'name', 'key bootstrap') }
       : null

@@ -31,6 +31,7 @@ import { idempotencyContext } from '../../kernel/http/idempotencyStore.ts'
 import { sealedColumnPlan } from './sealedColumnPlan.ts'
 import { recordChange } from '../../kernel/audit/auditTrail.ts'
 import type { Kysely } from 'kysely'
+import { UsageError } from './command.ts'
 
 /** Sealed kernel settings and the context each is sealed with (kernel/boot/bootstrap.ts). */
 const sealedSettings = [{ name: 'day_secret', context: 'day-secret' }]
@@ -144,7 +145,7 @@ export async function rotateMasterKey(kernel: Kernel, options: RotationOptions):
 export const masterKey = {
   usage: '  master-key rotate                                 re-seal every stored secret under a new master key (NEW_MASTER_KEY=hex to choose it)',
   async run(session: { kernel(): Promise<Kernel> }, words: string[]): Promise<unknown> {
-    if (words[0] !== 'rotate' || words.length !== 1) throw new Error('usage: master-key rotate')
+    if (words[0] !== 'rotate' || words.length !== 1) throw new UsageError('usage: master-key rotate')
     const given = process.env.NEW_MASTER_KEY || undefined
     if (given !== undefined && !/^[0-9a-f]{64}$/i.test(given)) throw new Error('NEW_MASTER_KEY must be 64 hex digits')
     const result = await rotateMasterKey(await session.kernel(), {

@@ -9,7 +9,7 @@
 import type { Kernel } from '../../kernel/boot/kernel.ts'
 import { addPlayer, listPlayers, PlayerNameTaken, removePlayer } from '../../kernel/tenants/players.ts'
 import { oneLineProblem } from '../../kernel/http/nameRule.ts'
-import { nameOption, parentOption } from './command.ts'
+import { nameOption, noMoreWords, parentOption } from './command.ts'
 import { UsageError, wholeNumber } from './usageError.ts'
 
 type Options = Record<string, string | string[] | boolean | undefined>
@@ -35,6 +35,7 @@ function text(options: Options, name: string): string | null {
 
 export async function playerCommand(kernel: Kernel, words: string[], options: Options): Promise<unknown> {
   const { db } = kernel.database
+  if (words[1] === 'add' || words[1] === 'list') noMoreWords(words, 2, `player ${words[1]}`)
   if (words[1] === 'add') {
     const parent = parentOption(options.parent, 'player add')
     const custno = wholeNumber(options, 'custno')

@@ -9,7 +9,7 @@ import type { Kernel } from '../../kernel/boot/kernel.ts'
 import { changeEntitlement, type Entitlement } from '../../kernel/tenants/entitlements.ts'
 import { isTimeZone } from '../../kernel/tenants/timeZone.ts'
 import { UsageError, wholeNumber } from './usageError.ts'
-import { parentOption, serviceSeesIt } from './command.ts'
+import { noMoreWords, parentOption, serviceSeesIt } from './command.ts'
 import { formatMaxHits, MaxHitsError, parseMaxHits } from '../../kernel/limits/maxHits.ts'
 
 type Options = Record<string, string | string[] | boolean | undefined>
@@ -66,6 +66,7 @@ async function shown(kernel: Kernel, scope: { parent: number; custno: number }, 
 }
 
 export async function tenantCommand(kernel: Kernel, words: string[], options: Options): Promise<unknown> {
+  if (words[1] === 'show' || words[1] === 'set') noMoreWords(words, 2, `tenant ${words[1]}`)
   // Only `show` may look at parent 0 (the keys an earlier version let the operator put there).
   const parent = words[1] === 'set' ? parentOption(options.parent, 'tenant set') : wholeNumber(options, 'parent')
   const scope = { parent, custno: wholeNumber(options, 'custno') }
