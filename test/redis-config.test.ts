@@ -40,3 +40,20 @@ t.test('a database number this Redis does not have is not used (ioredis would go
     t.equal((await service.call('GET', '/Api/Read/Acl')).status, 200, 'the service answers, counting per process')
   }),
 )
+
+t.test('credentials Redis refuses are logged as such, not as an outage', (t) =>
+  withRedis(t, 'wrong user', async (t, redisUrl) => {
+    const lines: string[] = []
+    const logger = createLogger({ destination: { write: (line: string) => void lines.push(line) } })
+    const url = new URL(redisUrl)
+    url.username = 'keygate-no-such-user'
+    url.password = 'wrong'
+    const service = await startService(t, { kind: 'sqlite', logger, config: { redisUrl: url.toString() } })
+    const ready = await fetch(`http://127.0.0.1:${service.port}/readyz`)
+    t.equal(ready.headers.get('keygate-degraded'), 'redis unreachable; rate limits per process', 'readiness says Redis is not in use')
+    const said = lines.map((line) => JSON.parse(line) as { msg: string; redis?: string }).filter((line) => line.redis !== undefined)
+    t.match(said.map((line) => line.msg), [/^redis refused the credentials of REDIS_URL \(WRONGPASS .*\): rate limits are counted per process/], 'said once, with why')
+    t.notMatch(lines.join('\n'), /wrong/, 'never the password')
+    t.equal((await service.call('GET', '/Api/Read/Acl')).status, 200, 'the service answers, counting per process')
+  }),
+)

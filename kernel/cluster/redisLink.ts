@@ -8,6 +8,9 @@ const commandTimeoutMs = 1000
 /** How often the command connection is checked for a Redis that holds the socket open but answers nothing. */
 const watchEveryMs = 1000
 
+/** Redis's answers to a wrong, missing or unwanted password (AUTH): WRONGPASS, NOAUTH, ERR AUTH ... */
+const credentialRefusal = /^(WRONGPASS|NOAUTH)\b|^ERR (AUTH|invalid password|Client sent AUTH)/i
+
 /**
  * The kernel's connections to Redis (D16): one for commands (limits, PUBLISH) and one
  * for the invalidation subscription (a subscribed connection can send nothing else).
@@ -53,10 +56,12 @@ export class RedisLink {
       this.up = true
     })
     // Said once per outage (or once when unreachable at start), not once per retry.
-    const down = () => {
+    const down = (refusal?: string) => {
       if (this.up === false || this.closed) return
       this.up = false
-      this.logger.error({ redis: shown }, 'redis unreachable: rate limits are counted per process and cache changes are not shared until it returns')
+      // A wrong or missing password is the operator's to mend, not an outage to wait out.
+      const what = refusal === undefined ? 'redis unreachable' : `redis refused the credentials of REDIS_URL (${refusal})`
+      this.logger.error({ redis: shown }, `${what}: rate limits are counted per process and cache changes are not shared until it returns`)
     }
     this.commands.on('close', down)
     this.commands.on('error', (error: Error) => {
@@ -68,7 +73,7 @@ export class RedisLink {
         void this.close()
         return
       }
-      down()
+      down(credentialRefusal.test(error.message) ? error.message : undefined)
     })
     this.subscriber.on('error', () => {})
     this.watch = setInterval(() => {
