@@ -7,7 +7,7 @@
  */
 import t from 'tap'
 import { spawn, spawnSync } from 'node:child_process'
-import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync } from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join, resolve } from 'node:path'
@@ -115,6 +115,34 @@ t.test('built once; node dist/kernel/boot/main.js', async (t) => {
       t.same(file.prepare('select node_id from kernel_nodes').all(), [], 'the node ids are released')
       file.close()
     }
+  })
+
+  t.test('SIGTERM while WORKERS=2 starts: the primary stops its setup and workers, exit 0, no node id held', async (t) => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'keygate-stop-starting-'))
+    t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+    const port = await freePort()
+    const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, PLUGINS: 'acl,log', WORKERS: '2' }
+    delete env.DATABASE_URL
+    delete env.CONFIG_FILE
+    const child = spawn(process.execPath, startArguments, { cwd: repository, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const { output, exited } = watchChild(t, child)
+    // The first start writes the root key during the primary's setup, before any worker is forked.
+    const keyFile = join(dataDir, 'admin-key.json')
+    for (const since = Date.now(); !existsSync(keyFile); ) {
+      if (child.exitCode !== null || Date.now() - since > 60_000) throw new Error(`no setup seen:\n${output.text}`)
+      await new Promise((done) => setTimeout(done, 2))
+    }
+    child.kill('SIGTERM')
+    const { code, signal } = await exited
+    t.same([code, signal], [0, null], `exit 0, not killed by the signal:\n${output.text}`)
+    const lines = output.text.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>)
+    t.match(lines.at(-1), { msg: 'keygate stopped', signal: 'SIGTERM', pid: child.pid })
+    t.notOk(lines.some((line) => typeof line.msg === 'string' && line.msg.startsWith('keygate listening')), 'it never began serving')
+    const file = new SQLite(join(dataDir, 'keygate.sqlite'), { readonly: true })
+    t.same(file.prepare('select node_id from kernel_nodes').all(), [], 'the node ids are released')
+    file.close()
+    const refused = await fetch(`http://127.0.0.1:${port}/healthz`).then(() => 'answered', () => 'refused')
+    t.equal(refused, 'refused', 'no worker left listening')
   })
 
   t.test('SIGTERM to its PID under load: exit 0 within 10 s, every answered call logged', async (t) => {

@@ -95,11 +95,6 @@ async function single(config: Config, logger: Logger): Promise<void> {
 }
 
 async function primary(config: Config, logger: Logger): Promise<void> {
-  // Migrations and first start run once, here, before any worker opens the database.
-  const setup: Kernel = await createKernel({ config: { ...config, metrics: undefined }, logger })
-  const root = setup.createdRootKey
-  await setup.close()
-  servePrimary()
   let stopping = false
   // Each worker's exit code: one that could not stop cleanly (call-log records it could not write) exits 1.
   const stopAll = () => Promise.all(Object.values(cluster.workers ?? {}).map((worker) => new Promise<number>((resolve) => {
@@ -107,6 +102,24 @@ async function primary(config: Config, logger: Logger): Promise<void> {
     worker.once('exit', (code) => resolve(code ?? 0))
     worker.process.kill('SIGTERM')
   })))
+  // Migrations and first start run once, here, before any worker opens the database.
+  const settingUp = createKernel({ config: { ...config, metrics: undefined }, logger }).then(async (setup) => {
+    await setup.close()
+    return setup.createdRootKey
+  })
+  // From the first moment, not once the workers listen: a signal during the start (a
+  // supervisor giving up on it) lets the setup close and the workers started so far stop.
+  onStopSignal(logger, async (signal) => {
+    stopping = true
+    logger.info({ signal }, `keygate: ${signal}, stopping ${config.workers} workers`)
+    await settingUp.catch(() => null)
+    const codes = await stopAll()
+    // The worker's own line says why; the primary's exit code says it to the supervisor.
+    if (codes.some((code) => code !== 0)) throw new Error('a worker did not stop cleanly (see its line above)')
+  })
+  const root = await settingUp
+  if (stopping) return
+  servePrimary()
   const fork = (index: number) => {
     const worker = cluster.fork({ KEYGATE_WORKER_INDEX: String(index) })
     let served = false
@@ -135,13 +148,6 @@ async function primary(config: Config, logger: Logger): Promise<void> {
   const url = `${config.tls ? 'https' : 'http'}://${host}:${config.port}${config.basePath}`
   logger.info({ version: packageVersion, url, workers: config.workers, metrics: metricsAddress(config) }, `${describe(config, url)}; ${config.workers} workers`)
   announceRootKey(config, root)
-  onStopSignal(logger, async (signal) => {
-    stopping = true
-    logger.info({ signal }, `keygate: ${signal}, stopping ${config.workers} workers`)
-    const codes = await stopAll()
-    // The worker's own line says why; the primary's exit code says it to the supervisor.
-    if (codes.some((code) => code !== 0)) throw new Error('a worker did not stop cleanly (see its line above)')
-  })
 }
 
 async function worker(config: Config, logger: Logger): Promise<void> {
