@@ -66,7 +66,7 @@ t.test('a history.json that does not fit the entry shape stops the start with it
   t.teardown(() => rmSync(folder, { recursive: true, force: true }))
   const plugin: Plugin = { name: 'broken', setup: () => [] }
   writeFileSync(join(folder, 'history.json'), JSON.stringify([{ Date: '2026-11-23', Version: '0.2.0', Kind: 'changed', Breaking: 0, Operation: 'GET /X', Description: 'x' }]))
-  t.throws(() => withHistoryFile(plugin, folder), { message: `${join(folder, 'history.json')}, entry 0: /Kind must be equal to one of the allowed values` })
+  t.throws(() => withHistoryFile(plugin, folder), { name: 'PluginError', message: `${join(folder, 'history.json')}, entry 0: /Kind must be equal to one of the allowed values` })
   writeFileSync(join(folder, 'history.json'), '[{')
   t.throws(() => withHistoryFile(plugin, folder), /history\.json is not valid JSON/)
   writeFileSync(join(folder, 'history.json'), JSON.stringify([{ Date: '23.11.2026', Version: '0.2.0', Kind: 'added', Breaking: 0, Operation: 'GET /X', Description: 'x' }]))

@@ -150,3 +150,23 @@ t.test('the production command (node dist/kernel/boot/main.js) loads a compiled 
   t.equal((await fetch(`http://127.0.0.1:${port}/v1.0/Compiled/Read/Hello`)).status, 401, 'unsigned: refused')
   child.kill('SIGTERM')
 })
+
+t.test("a folder plugin's broken history.json stops the production start with one line that names it, exit 1", async (t) => {
+  const root = pluginWorkspace(t)
+  const folder = join(root, 'build', 'compiled')
+  mkdirSync(folder, { recursive: true })
+  writeFileSync(join(folder, 'package.json'), JSON.stringify({ type: 'module', exports: './index.js' }))
+  writeFileSync(join(folder, 'index.js'), compiledPlugin)
+  writeFileSync(join(folder, 'history.json'), '[{"Date": "2026-11-27",')
+  const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(await freePort()), DATA_DIR: join(root, 'data'), PLUGINS: `keys,acl,${folder}` }
+  delete env.DATABASE_URL
+  delete env.CONFIG_FILE
+  delete env.NODE_OPTIONS
+  const child = spawn(process.execPath, ['dist/kernel/boot/main.js'], { cwd: repository, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const { output, exited } = watchChild(t, child)
+  t.same(await exited, { code: 1, signal: null })
+  const said = output.text.split('\n').filter((line) => line.startsWith('keygate: '))
+  t.same(said.length, 1, output.text)
+  t.match(said[0], new RegExp(`^keygate: invalid setting plugins: ${join(folder, 'history.json').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} is not valid JSON: `))
+  t.notMatch(output.text, /\n\s+at /, 'no stack')
+})

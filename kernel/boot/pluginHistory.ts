@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Ajv } from 'ajv'
 import type { HistoryEntry, Plugin } from '../plugin.ts'
+import { PluginError } from './pluginError.ts'
 
 /** The shape of one change-history entry (D15); a plugin whose history does not fit stops the start. */
 const entrySchema = {
@@ -20,11 +21,11 @@ const entrySchema = {
 const validateEntry = new Ajv({ strict: true, allErrors: false }).compile<HistoryEntry>(entrySchema)
 
 function checked(entries: unknown, where: string): HistoryEntry[] {
-  if (!Array.isArray(entries)) throw new Error(`${where} must be an array of change-history entries`)
+  if (!Array.isArray(entries)) throw new PluginError(`${where} must be an array of change-history entries`)
   entries.forEach((entry, index) => {
     if (!validateEntry(entry)) {
       const error = validateEntry.errors![0]
-      throw new Error(`${where}, entry ${index}: ${error.instancePath || 'the entry'} ${error.message}`)
+      throw new PluginError(`${where}, entry ${index}: ${error.instancePath || 'the entry'} ${error.message}`)
     }
   })
   return entries as HistoryEntry[]
@@ -38,7 +39,7 @@ export function withHistoryFile(plugin: Plugin, folder: string): Plugin {
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8'))
   } catch (error) {
-    throw new Error(`${file} is not valid JSON: ${(error as Error).message}`)
+    throw new PluginError(`${file} is not valid JSON: ${(error as Error).message}`)
   }
   return { ...plugin, history: Object.freeze(checked(parsed, file)) }
 }
