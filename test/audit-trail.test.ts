@@ -151,6 +151,12 @@ t.test("another tenant's records are invisible; only keys that may create keys r
     const csv = await service.call('POST', '/Api/Read/Audit?format=csv', { body: {} })
     t.equal(csv.status, 200)
     t.equal(csv.headers.get('x-total-count'), '2')
+
+    // A key in Parent 0 (an earlier version let the operator make one): the installation's records stay the operator's.
+    const legacy = await insertKey(service, { display_name: 'Legacy installation admin', parent: 0, custno: 0 }, await rootGroupIds(service))
+    const installation = await service.call('POST', '/Api/Read/Audit', { key: legacy, body: {} })
+    t.equal(installation.status, 403)
+    t.equal(installation.text, "Error: Parent 0 is the installation's: its audit trail is read by the operator, not by a key.")
   }),
 )
 

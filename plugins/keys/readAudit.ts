@@ -24,6 +24,9 @@ export async function readAuditTrail(kernel: KernelServices, call: Call<ReadAudi
   // Inclusive, as History's and Deliveries' To: a record's At (whole seconds) finds it, and a date alone takes in its whole day.
   const to = dateFilter('to', body.to, parseInputDateUntil)
   if (from !== undefined && to !== undefined && from > to) throw badRequest('from must not be after to.')
+  // Parent 0 is the installation's (its group, ACL and master key changes); keys an earlier
+  // version let the operator put there must not read them: the operator reads table api_audit.
+  if (caller.parent === 0) throw forbidden("Parent 0 is the installation's: its audit trail is read by the operator, not by a key.")
   const groups = await kernel.keys.groupsOf(caller.id)
   if (!groups.some((group) => allowsKeyCreation(group.Paths))) throw forbidden('Only a key that may create keys reads the audit trail.')
   return kernel.keys.audit({
