@@ -17,15 +17,21 @@ export const deliveryColumns = ['Id', 'WebhookId', 'Event', 'Status', 'Attempts'
  * POST /Api/Read/Deliveries (issue 17; who may is the route's permit): the deliveries of the caller's webhooks, newest
  * first, with filters and pages. A delivery's Id is the `webhook-id` its receiver saw.
  */
+/** A filter given as `From` or as `from` (the spelling of the other paged reads), never both. */
+function eitherSpelling<T>(body: ReadDeliveriesBody, upper: keyof ReadDeliveriesBody, lower: keyof ReadDeliveriesBody): T | undefined {
+  if (body[upper] !== undefined && body[lower] !== undefined) throw badRequest(`Give ${upper} or ${lower}, not both.`)
+  return (body[upper] ?? body[lower]) as T | undefined
+}
+
 export async function readDeliveries(db: Kysely<WebhookTables>, call: Call<ReadDeliveriesBody>) {
   const body = call.body ?? {}
-  const from = dateFilter('From', body.From, parseInputDate)
+  const from = dateFilter('From', eitherSpelling<string>(body, 'From', 'from'), parseInputDate)
   // Inclusive: To = a delivery's Created (whole seconds) finds it, and a date alone takes in its whole day.
-  const to = dateFilter('To', body.To, parseInputDateUntil)
+  const to = dateFilter('To', eitherSpelling<string>(body, 'To', 'to'), parseInputDateUntil)
   if (from !== undefined && to !== undefined && from > to) throw badRequest('From must not be later than To.')
   const scope = scopeOf(call.caller)
-  const page = body.Page ?? 1
-  const size = body.PageSize ?? defaultPageSize
+  const page = eitherSpelling<number>(body, 'Page', 'page') ?? 1
+  const size = eitherSpelling<number>(body, 'PageSize', 'size') ?? defaultPageSize
   const selected = db.selectFrom('webhook_deliveries as d')
     .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
     .where('w.parent', '=', scope.parent)

@@ -75,6 +75,11 @@ export const readDeliveriesBodySchema = {
     To: dateText,
     Page: { type: 'integer', minimum: 1, maximum: 1_000_000 },
     PageSize: { type: 'integer', minimum: 1, maximum: maxPageSize },
+    // The spelling of the other paged reads (POST /Api/Read/Audit, History): one or the other per call.
+    from: dateText,
+    to: dateText,
+    page: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+    size: { type: 'integer', minimum: 1, maximum: maxPageSize },
   },
 } as const
 
@@ -86,6 +91,10 @@ export interface ReadDeliveriesBody {
   To?: string
   Page?: number
   PageSize?: number
+  from?: string
+  to?: string
+  page?: number
+  size?: number
 }
 
 /*
