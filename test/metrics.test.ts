@@ -9,6 +9,7 @@ import { forEachDatabase, startService } from './helpers/service.ts'
 import { freePort } from './helpers/freePort.ts'
 import { insertKey } from './helpers/keys.ts'
 import { scrape, sample } from './helpers/prometheus.ts'
+import { signedHeaders } from '../kernel/auth/signature.ts'
 
 t.test('metrics count calls, refusals and cache hits', async (t) => {
   await forEachDatabase(t, async (t, kind) => {
@@ -32,6 +33,13 @@ t.test('metrics count calls, refusals and cache hits', async (t) => {
     t.equal((await service.call('GET', '/Api/Read/Acl', { key: { ...service.admin, secret: 'wrong' } })).status, 401)
     t.equal((await service.call('GET', '/Api/Read/Acl', { date: 'yesterday' })).status, 401)
     t.equal((await service.call('POST', '/Api/Create/Key', { body: { Display_Name: 'x', GroupId: 1 } })).status, 401, 'no day code')
+    // A captured write sent again, and a credential given twice.
+    const body = JSON.stringify({ FirstName: 'Ada', LastName: 'Lovelace' })
+    const captured = { ...signedHeaders(service.admin, 'POST', '/People/Update/OneChange', body), 'content-type': 'application/json' }
+    const sent = await Promise.all([0, 1].map(() => fetch(`${service.base}/People/Update/OneChange`, { method: 'POST', headers: captured, body }).then((response) => response.status)))
+    t.same(sent.sort(), [200, 401], 'one of the two is a replay')
+    const twice = await fetch(`${service.base}/Api/Read/Keys`, { headers: [['x-apikey', service.admin.apiKey], ['x-apikey', service.admin.apiKey], ['x-apidate', new Date().toUTCString()], ['x-apihmac', 'x']] })
+    t.equal(twice.status, 401)
     const limited = await insertKey(service, { max_hits: '1/1Min' })
     t.equal((await service.call('GET', '/Api/Read/Limits', { key: limited })).status, 200)
     t.equal((await service.call('GET', '/Api/Read/Limits', { key: limited })).status, 429)
@@ -57,7 +65,9 @@ t.test('metrics count calls, refusals and cache hits', async (t) => {
     t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'bad_signature' }), 1)
     t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'bad_date' }), 1)
     t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'day_code' }), 11, 'the call without one and the ten wrong ones')
-    t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'other' }), 0, 'every 401 text is classified')
+    t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'replay' }), 1)
+    t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'malformed_credentials' }), 1, 'x-apikey given twice')
+    t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'other' }), 0, 'every 401 of the kernel names its reason')
     t.equal(sample(f, 'keygate_rate_limit_refusals_total', { route: '/Api/Read/Limits' }), 1)
     t.equal(sample(f, 'keygate_credit_refusals_total', { route: '/Access/Level/List' }), 1, 'a key out of credits')
     t.equal(sample(f, 'keygate_auth_refusals_total', { reason: 'day_code_lockout' }), 1, 'is no day-code lockout; the guesser\'s is')

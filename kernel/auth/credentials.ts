@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http'
-import { unauthorized } from '../http/errors.ts'
+import { refused, unauthorized } from '../http/errors.ts'
 
 /** The four credential items of interface 5.1, as sent. */
 export interface Credentials {
@@ -24,7 +24,7 @@ const foldedBoundary = /,\s*(?=x-api(?:key|date|hmac|today)(?:\s|=|:))/i
 
 function assign(found: Credentials, item: string, value: string): void {
   const field = itemField[item.toLowerCase() as ItemName]
-  if (found[field] !== undefined) throw unauthorized(`Credential ${item.toLowerCase()} was given more than once.`)
+  if (found[field] !== undefined) throw refused(unauthorized(`Credential ${item.toLowerCase()} was given more than once.`), 'malformed_credentials')
   found[field] = value
 }
 
@@ -45,7 +45,7 @@ export function readCredentials(request: IncomingMessage): Credentials {
         const match = itemPattern.exec(piece)
         if (!match) {
           // An Authorization line of another scheme (Basic, Bearer) is not ours to read.
-          if (/^\s*x-api/i.test(piece)) throw unauthorized('Malformed credential in Authorization header.')
+          if (/^\s*x-api/i.test(piece)) throw refused(unauthorized('Malformed credential in Authorization header.'), 'malformed_credentials')
           continue
         }
         assign(found, match[1], match[2])
@@ -64,6 +64,6 @@ export function readCredentials(request: IncomingMessage): Credentials {
 function readPlain(found: Credentials, item: ItemName, value: string | string[] | undefined): void {
   if (value === undefined) return
   const text = (Array.isArray(value) ? value.join(', ') : value).trim()
-  if (item !== 'x-apidate' && text.includes(',')) throw unauthorized(`Credential ${item} was given more than once.`)
+  if (item !== 'x-apidate' && text.includes(',')) throw refused(unauthorized(`Credential ${item} was given more than once.`), 'malformed_credentials')
   assign(found, item, text)
 }

@@ -22,12 +22,23 @@ export const errorStatus = {
 
 export type ErrorCode = keyof typeof errorStatus
 
+/**
+ * Why the kernel refused a call with 401 or 429, for the metrics' labels
+ * (keygate_auth_refusals_total): named where the refusal is made, never read back from
+ * its text.
+ */
+export type Refusal =
+  | 'missing_credentials' | 'malformed_credentials' | 'unknown_key' | 'bad_date' | 'clock_window'
+  | 'bad_signature' | 'day_code' | 'replay' | 'day_code_lockout' | 'rate_limit' | 'credits'
+
 // Recognised by this mark, not by its class (copyMark.ts).
 const apiErrorMark = Symbol.for('keygate.ApiError')
 
 export class ApiError extends Error {
   readonly status: number
   readonly headers: Record<string, string> | undefined
+  /** The kernel's own refusals name theirs (see Refusal); null for every other error. */
+  refusal: Refusal | null = null
   readonly [apiErrorMark] = true
 
   constructor(readonly code: ErrorCode, message: string, headers?: Record<string, string>) {
@@ -44,5 +55,11 @@ export class ApiError extends Error {
 
 export const badRequest = (message: string) => new ApiError('BAD_REQUEST', message)
 export const unauthorized = (message = 'Not authorised.') => new ApiError('UNAUTHORIZED', message)
+
+/** An error of the kernel's own refusals, labelled with why (the metrics count by it). */
+export function refused<E extends ApiError>(error: E, refusal: Refusal): E {
+  error.refusal = refusal
+  return error
+}
 export const forbidden = (message: string) => new ApiError('FORBIDDEN', message)
 export const notFound = (message = 'Not found.') => new ApiError('NOT_FOUND', message)

@@ -5,6 +5,7 @@ import type { Credentials } from '../auth/credentials.ts'
 import type { SignedWith, AuthRecord } from '../auth/keyDirectory.ts'
 import type { RateDecision } from '../limits/rateLimits.ts'
 import type { ClaimTicket } from './idempotencyStore.ts'
+import type { Refusal } from './errors.ts'
 
 /** A plugin route as mounted: its validators compiled once at start. */
 export interface MountedRoute {
@@ -57,6 +58,8 @@ export class Exchange implements Call<unknown, Record<string, unknown>> {
   /** The Idempotency-Key claim this call holds: its answer is stored for the key's retries. */
   idempotencyClaim: ClaimTicket | null = null
   answer: Answer | null = null
+  /** Why the kernel refused the call (401, 429), when it did: the metrics count by it. */
+  refusal: Refusal | null = null
   /** The answer is the response cache's: its body is the cache's own buffer, shared by every call that got it. */
   fromCache = false
   /** The handler's answer before encoding (kept for a level-2 log of CSV/XML calls). */

@@ -1,4 +1,4 @@
-import { ApiError } from './errors.ts'
+import { ApiError, type Refusal } from './errors.ts'
 import type { Answer } from './exchange.ts'
 import { isStoreOutage } from '../storage/database.ts'
 
@@ -19,9 +19,10 @@ export const wwwAuthenticate: [string, string] = ['WWW-Authenticate', 'KeygateHM
  * unreachable database is 503 (the service recovers by itself); anything else is a bug,
  * reported and answered 500 without detail.
  */
-export function failureAnswer(report: (error: unknown) => void): (error: unknown) => Answer {
-  return (error) => {
+export function failureAnswer(report: (error: unknown) => void): (error: unknown, exchange: { refusal: Refusal | null }) => Answer {
+  return (error, exchange) => {
     if (ApiError.is(error)) {
+      exchange.refusal = error.refusal ?? null
       const headers: [string, string][] = error.headers ? Object.entries(error.headers) : []
       if (error.status === 401) headers.push(wwwAuthenticate)
       return errorAnswer(error.message, error.status, headers)

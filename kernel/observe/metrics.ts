@@ -9,26 +9,6 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Exchange } from '../http/exchange.ts'
 import type { Stage } from '../http/pipeline.ts'
 import { isStoreOutage } from '../storage/database.ts'
-import { dayCodeLockoutText } from '../http/stages/verify.ts'
-
-/** 401 texts (kernel/auth, kernel/http/stages/authenticate.ts) by reason: a small fixed label set. */
-const refusalReasons: [prefix: string, reason: string][] = [
-  ['Error: Unknown or inactive API key.', 'unknown_key'],
-  ['Error: Missing credential', 'missing_credentials'],
-  ['Error: x-apidate must be', 'bad_date'],
-  ['Error: x-apidate is outside', 'clock_window'],
-  ['Error: Signature (x-apihmac)', 'bad_signature'],
-  ['Error: This call needs the day code', 'day_code'],
-  ['Error: The day code (x-apitoday)', 'day_code'],
-  ['Error: Credential ', 'malformed_credentials'],
-  ['Error: Malformed credential', 'malformed_credentials'],
-]
-
-export function refusalReason(body: Buffer): string {
-  const text = body.subarray(0, 64).toString('latin1')
-  for (const [prefix, reason] of refusalReasons) if (text.startsWith(prefix)) return reason
-  return 'other'
-}
 
 function isDatabaseError(error: unknown): boolean {
   if (isStoreOutage(error)) return true
@@ -100,12 +80,11 @@ export class KernelMetrics {
         let latency = this.latencyHistograms.get(latencyKey)
         if (latency === undefined) this.latencyHistograms.set(latencyKey, (latency = this.latency.labels({ route, method })))
         latency.observe((performance.now() - exchange.startedTick) / 1000)
-        if (answer.status === 401) this.authRefusals.inc({ reason: refusalReason(answer.body) })
-        else if (answer.status === 429) {
-          if (exchange.rate !== null && !exchange.rate.allowed) this.rateLimitRefusals.inc({ route })
-          else if (answer.body.toString('utf8') === dayCodeLockoutText) this.authRefusals.inc({ reason: 'day_code_lockout' })
-          else this.creditRefusals.inc({ route })
-        }
+        // By the reason the refusing stage named (kernel/http/errors.ts Refusal); a plugin's own 401 is 'other'.
+        const refusal = exchange.refusal
+        if (answer.status === 401 || refusal === 'day_code_lockout') this.authRefusals.inc({ reason: refusal ?? 'other' })
+        else if (refusal === 'rate_limit') this.rateLimitRefusals.inc({ route })
+        else if (refusal === 'credits') this.creditRefusals.inc({ route })
         if (exchange.cacheKey !== null) {
           this.cacheLookups.inc({ route })
           if (answer.headers.some(([name, value]) => name === 'X-Cache' && value === 'HIT')) this.cacheHits.inc({ route })

@@ -5,7 +5,7 @@ import type { CallerKey } from '../../plugin.ts'
 import { readCredentials } from '../../auth/credentials.ts'
 import { plausibleApiKey } from '../../auth/keyChecksum.ts'
 import { dateWithinWindow, parseApiDate } from '../../auth/apiDate.ts'
-import { unauthorized } from '../errors.ts'
+import { refused, unauthorized } from '../errors.ts'
 
 /** A caller with no key, for Is_Public paths: a tenant that owns nothing and is never logged as a key. */
 export const anonymousCaller: CallerKey = Object.freeze({
@@ -41,23 +41,23 @@ export function authenticateStage(keys: KeyDirectory, clock: () => number): Stag
   }
 
   function identify(exchange: Exchange, record: AuthRecord | false): void {
-    if (!record) throw unauthorized(unknownKey)
+    if (!record) throw refused(unauthorized(unknownKey), 'unknown_key')
     const caller = record.caller
     const now = clock()
     if ((caller.startDate !== null && now < caller.startDate) || (caller.endDate !== null && now >= caller.endDate)) {
-      throw unauthorized(unknownKey)
+      throw refused(unauthorized(unknownKey), 'unknown_key')
     }
     const credentials = exchange.credentials!
-    if (credentials.apiDate === undefined) throw unauthorized('Missing credential x-apidate.')
-    if (credentials.apiHmac === undefined) throw unauthorized('Missing credential x-apihmac.')
+    if (credentials.apiDate === undefined) throw refused(unauthorized('Missing credential x-apidate.'), 'missing_credentials')
+    if (credentials.apiHmac === undefined) throw refused(unauthorized('Missing credential x-apihmac.'), 'missing_credentials')
     const callerTime = parsedDate(credentials.apiDate)
     if (callerTime === null) {
       // Node joins two x-apidate lines with ", ", which an HTTP-date holds too: only a
       // date that does not parse is looked at again (no cost for the calls that pass).
-      if (dateLines(exchange.request.rawHeaders) > 1) throw unauthorized('Credential x-apidate was given more than once.')
-      throw unauthorized('x-apidate must be an HTTP-date (Sun, 22 Nov 2026 08:49:37 GMT) or RFC 3339 UTC.')
+      if (dateLines(exchange.request.rawHeaders) > 1) throw refused(unauthorized('Credential x-apidate was given more than once.'), 'malformed_credentials')
+      throw refused(unauthorized('x-apidate must be an HTTP-date (Sun, 22 Nov 2026 08:49:37 GMT) or RFC 3339 UTC.'), 'bad_date')
     }
-    if (!dateWithinWindow(callerTime, now, caller.allowHours)) throw unauthorized('x-apidate is outside the allowed clock window.')
+    if (!dateWithinWindow(callerTime, now, caller.allowHours)) throw refused(unauthorized('x-apidate is outside the allowed clock window.'), 'clock_window')
     exchange.record = record
     exchange.caller = caller
   }
@@ -69,7 +69,7 @@ export function authenticateStage(keys: KeyDirectory, clock: () => number): Stag
       exchange.credentials = credentials
       if (credentials.apiKey === undefined) {
         if (credentials.apiDate !== undefined || credentials.apiHmac !== undefined || credentials.apiToday !== undefined) {
-          throw unauthorized('Missing credential x-apikey.')
+          throw refused(unauthorized('Missing credential x-apikey.'), 'missing_credentials')
         }
         exchange.caller = anonymousCaller
         return
@@ -79,7 +79,7 @@ export function authenticateStage(keys: KeyDirectory, clock: () => number): Stag
       const record = keys.cached(credentials.apiKey)
       if (record === undefined) {
         // A typo in a checksummed key costs no cache entry and no query (keyChecksum.ts).
-        if (!plausibleApiKey(credentials.apiKey)) throw unauthorized(unknownKey)
+        if (!plausibleApiKey(credentials.apiKey)) throw refused(unauthorized(unknownKey), 'unknown_key')
         return keys.load(credentials.apiKey).then((loaded) => identify(exchange, loaded))
       }
       identify(exchange, record)

@@ -4,7 +4,7 @@ import type { Exchange } from '../exchange.ts'
 import type { KeyDirectory } from '../../auth/keyDirectory.ts'
 import type { RequestIds } from '../../callLog/requestId.ts'
 import type { AclEntry } from '../../plugin.ts'
-import { forbidden, unauthorized } from '../errors.ts'
+import { forbidden, refused, unauthorized } from '../errors.ts'
 import { effectiveAclEntry } from '../../auth/effectiveAcl.ts'
 
 /** The ACL entry that allows this call's route for its key (memoised per access profile and route). */
@@ -31,7 +31,7 @@ export function authorizeStage(keys: KeyDirectory, lookup: AclLookup, requestIds
       throw forbidden('HTTPS is required for this key or path.')
     }
   }
-  const missingCredentials = () => unauthorized('Missing credentials: x-apikey, x-apidate and x-apihmac are required.')
+  const missingCredentials = () => refused(unauthorized('Missing credentials: x-apikey, x-apidate and x-apihmac are required.'), 'missing_credentials')
 
   return {
     name: 'acl',

@@ -1,5 +1,5 @@
 import type { Stage } from '../pipeline.ts'
-import { ApiError } from '../errors.ts'
+import { ApiError, refused } from '../errors.ts'
 import { httpDate } from '../../auth/apiDate.ts'
 import type { CreditLedger } from '../../limits/credits.ts'
 
@@ -17,9 +17,9 @@ export function creditsStage(ledger: CreditLedger, clock: () => number): Stage {
       if (cost <= 0) return
       return ledger.spend(exchange.caller.id, cost).then((spending) => {
         if (spending.spent) return
-        if (spending.refillAt === null) throw new ApiError('TOO_MANY_REQUESTS', 'No credits left')
+        if (spending.refillAt === null) throw refused(new ApiError('TOO_MANY_REQUESTS', 'No credits left'), 'credits')
         const headers = { 'Retry-After': String(Math.max(1, Math.ceil((spending.refillAt - clock()) / 1000))) }
-        throw new ApiError('TOO_MANY_REQUESTS', `No credits left (refill ${httpDate(spending.refillAt)})`, headers)
+        throw refused(new ApiError('TOO_MANY_REQUESTS', `No credits left (refill ${httpDate(spending.refillAt)})`, headers), 'credits')
       })
     },
   }

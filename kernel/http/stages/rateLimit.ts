@@ -1,5 +1,5 @@
 import type { Stage } from '../pipeline.ts'
-import { ApiError } from '../errors.ts'
+import { ApiError, refused } from '../errors.ts'
 import type { Exchange } from '../exchange.ts'
 import { rateLimitHeaders, type RateDecision, type RateLimits } from '../../limits/rateLimits.ts'
 
@@ -15,7 +15,7 @@ export function rateLimitStage(rateLimits: RateLimits): Stage {
       const headers: Record<string, string> = { 'Retry-After': String(Math.max(1, Math.ceil(decision.resetMs / 1000))) }
       // A tenant-wide quota (issue 16) says so: the key's own windows may still have room.
       const which = decision.quota === null ? 'Rate limit' : 'Tenant rate limit'
-      throw new ApiError('TOO_MANY_REQUESTS', `${which} exceeded (${decision.window.count}/${decision.window.label})`, headers)
+      throw refused(new ApiError('TOO_MANY_REQUESTS', `${which} exceeded (${decision.window.count}/${decision.window.label})`, headers), 'rate_limit')
     }
   }
 

@@ -1,6 +1,6 @@
 import type { Stage } from '../pipeline.ts'
 import type { ReplayGuard } from '../../auth/replayGuard.ts'
-import { unauthorized } from '../errors.ts'
+import { refused, unauthorized } from '../errors.ts'
 
 /**
  * A captured state-changing request cannot be sent again within its clock window: the
@@ -13,7 +13,7 @@ export function replayStage(guard: ReplayGuard): Stage {
     run(exchange) {
       if (!exchange.mounted.writes || exchange.caller.anonymous) return
       return guard.firstUse(exchange.caller, exchange.credentials!.apiHmac!).then((first) => {
-        if (!first) throw unauthorized('This request was already used (replay).')
+        if (!first) throw refused(unauthorized('This request was already used (replay).'), 'replay')
       })
     },
   }

@@ -7,7 +7,7 @@ import type { SignedWith } from '../../auth/keyDirectory.ts'
 import type { SignatureMemory } from '../../auth/signatureMemory.ts'
 import { sameSignature, stringToSign, verifySignature } from '../../auth/signature.ts'
 import { verifyDayCode } from '../../auth/dayCode.ts'
-import { ApiError, unauthorized } from '../errors.ts'
+import { ApiError, refused, unauthorized } from '../errors.ts'
 import type { AclLookup } from './authorize.ts'
 
 export interface VerifyDependencies {
@@ -26,21 +26,21 @@ export interface VerifyDependencies {
  * the key needs one. Only then is the caller established: the request id is assigned,
  * so every later answer (403, 429, 400, 200) carries one and is logged under the key.
  */
-/** The 429 of a key blocked for wrong day codes (the metrics tell it from other 429s by it). */
-export const dayCodeLockoutText = 'Error: Too many wrong day codes; try again later.'
+/** The 429 of a key blocked for wrong day codes. */
+const dayCodeLockoutText = 'Error: Too many wrong day codes; try again later.'
 
 export function verifyStage(deps: VerifyDependencies): Stage {
   const { lookupAcl, rateLimits, requestIds, signatures, daySecret, clock } = deps
 
   const tooManyGuesses = (blockedMs: number) =>
-    new ApiError('TOO_MANY_REQUESTS', dayCodeLockoutText, { 'Retry-After': String(Math.ceil(blockedMs / 1000)) })
+    refused(new ApiError('TOO_MANY_REQUESTS', dayCodeLockoutText, { 'Retry-After': String(Math.ceil(blockedMs / 1000)) }), 'day_code_lockout')
 
   async function checkDayCode(caller: CallerKey, code: string | undefined): Promise<void> {
     // A right code (however many calls send it at once) passes unless the key is blocked.
     if (code === undefined || verifyDayCode(daySecret, code, clock())) {
       const blockedMs = await rateLimits.dayCodeBlocked(caller)
       if (blockedMs > 0) throw tooManyGuesses(blockedMs)
-      if (code === undefined) throw unauthorized('This call needs the day code (x-apitoday).')
+      if (code === undefined) throw refused(unauthorized('This call needs the day code (x-apitoday).'), 'day_code')
       return
     }
     // A wrong one is counted in one atomic step of the store, and the answer depends on
@@ -50,7 +50,7 @@ export function verifyStage(deps: VerifyDependencies): Stage {
     if (blockedMs > 0) throw tooManyGuesses(blockedMs)
     // A wrong guess also spends the key's own MaxHits (D5).
     await rateLimits.consume(caller)
-    throw unauthorized('The day code (x-apitoday) is wrong or expired.')
+    throw refused(unauthorized('The day code (x-apitoday) is wrong or expired.'), 'day_code')
   }
 
   function established(exchange: Exchange): void {
@@ -77,7 +77,7 @@ export function verifyStage(deps: VerifyDependencies): Stage {
         if (!verifySignature(record.secret, toSign, credentials.apiHmac!, method)) {
           // During a rotation's overlap the secret before it still signs (issue 16 item 1).
           if (previous === null || clock() >= previous.ends || !verifySignature(previous.secret, toSign, credentials.apiHmac!, method)) {
-            throw unauthorized('Signature (x-apihmac) does not match.')
+            throw refused(unauthorized('Signature (x-apihmac) does not match.'), 'bad_signature')
           }
           signedWith = 'previous'
         }
