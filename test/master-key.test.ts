@@ -212,6 +212,29 @@ t.test('a folder plugin with sealed columns that is not loaded makes the rotatio
   }),
 )
 
+t.test('the CLI refuses to rotate while the service runs on the database, which would go on sealing with the old key', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const first = await startService(t, { kind })
+    const keyFile = join(first.config.dataDir, 'master.key')
+    const oldFile = readFileSync(keyFile, 'utf8')
+    const before = await sealedRows(first)
+    const env = { DATA_DIR: first.config.dataDir, DATABASE_URL: first.config.databaseUrl ?? undefined, PLUGINS: undefined }
+    const refused = await runAdmin(['master-key', 'rotate'], env)
+    t.equal(refused.code, 1, refused.stderr)
+    const errors = refused.stderr.split('\n').filter((line) => line.startsWith('admin:'))
+    t.match(errors, [/^admin: master-key rotate refused, nothing was changed: the service is running on this database: .+ \(node \d+, port \d+\), seen in the last \d+ s\. Stop every process first/])
+    t.equal(refused.stdout, '', 'no new key is announced')
+    t.equal(readFileSync(keyFile, 'utf8'), oldFile, 'the key file is unchanged')
+    t.same(await sealedRows(first), before, 'nothing was re-sealed')
+    t.equal((await first.call('GET', '/Api/Read/Acl')).status, 200, 'the service goes on')
+    // Stopped, the rotation goes through.
+    await first.stop()
+    const rotated = await runAdmin(['master-key', 'rotate'], env)
+    t.equal(rotated.code, 0, rotated.stderr)
+    t.not(readFileSync(keyFile, 'utf8'), oldFile)
+  }),
+)
+
 t.test('rotation with MASTER_KEY given as a value', (t) =>
   forEachDatabase(t, async (t, kind) => {
     const oldHex = randomBytes(32).toString('hex')

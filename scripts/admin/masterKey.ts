@@ -148,7 +148,15 @@ export const masterKey = {
     if (words[0] !== 'rotate' || words.length !== 1) throw new UsageError('usage: master-key rotate')
     const given = process.env.NEW_MASTER_KEY || undefined
     if (given !== undefined && !/^[0-9a-f]{64}$/i.test(given)) throw new Error('NEW_MASTER_KEY must be 64 hex digits')
-    const result = await rotateMasterKey(await session.kernel(), {
+    const kernel = await session.kernel()
+    // A running service keeps the old key in memory and would go on sealing with it: a key
+    // created before its restart could never be opened again (SECURITY.md, "Master key").
+    const running = await kernel.services.servers.live()
+    if (running.length > 0) {
+      const named = running.map((server) => `${server.serverName} (node ${server.nodeId}, port ${server.serverPort})`).join(', ')
+      throw new Error(`master-key rotate refused, nothing was changed: the service is running on this database: ${named}, seen in the last ${kernel.config.nodes.expireMs / 1000} s. Stop every process first; it would go on sealing new secrets with the old key, and those would never open again`)
+    }
+    const result = await rotateMasterKey(kernel, {
       newKey: given === undefined ? undefined : Buffer.from(given, 'hex'),
       announce: (line) => console.log(line),
     })
