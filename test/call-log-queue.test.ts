@@ -94,3 +94,30 @@ t.test('an outage keeps the records queued and readable; close() writes them onc
   await log.close()
   t.same(store.written.map((written) => written.id), [1, 2])
 })
+
+t.test('a record the database refuses as it is is written narrowed, not dropped', async (t) => {
+  const store = new HeldStore()
+  const reported: unknown[] = []
+  // A strict database: a value wider than its column is refused (MariaDB's "Data too long").
+  const strict = store.asKysely()
+  const kysely = {
+    insertInto: (table: string) => ({
+      values: (rows: LogRow | LogRow[]) => ({
+        execute: async () => {
+          const all = Array.isArray(rows) ? rows : [rows]
+          if (all.some((one) => (one.http_host ?? '').length > 255 || (one.raw_request ?? '').length > 1000)) throw Object.assign(new Error("Data too long for column 'http_host'"), { code: 'ER_DATA_TOO_LONG' })
+          return (strict.insertInto(table as 'api_log').values(rows as never) as unknown as { execute(): Promise<unknown> }).execute()
+        },
+      }),
+    }),
+  } as unknown as Kysely<CoreTables>
+  const log = new CallLog(kysely, { ...options, queueMax: 100 }, Date.now, (error) => reported.push(error))
+  log.append({ ...row(1), http_host: 'h'.repeat(400), raw_request: 'r'.repeat(5000) })
+  log.append(row(2))
+  await log.flush()
+  await log.close()
+  t.same(store.written.map((written) => written.id), [1, 2], 'both records are written')
+  t.equal(store.written[0].http_host, 'h'.repeat(255))
+  t.equal(store.written[0].raw_request, 'r'.repeat(1000))
+  t.equal(reported.length, 1, 'the refusal is reported once')
+})

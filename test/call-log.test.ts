@@ -400,3 +400,45 @@ t.test('a log batch is written whole, value for value, or not at all', (t) =>
 function defaultLog() {
   return { detailDays: 7, recordDays: 30, batchSize: 500, flushMs: 50, queueMax: 20000, purgeEveryMs: 60000, purgeBatch: 1000 }
 }
+
+/** A signed call with headers fetch would not send as given (Host), over node:http. */
+function rawCall(service: Service, path: string, extra: Record<string, string>): Promise<{ status: number; requestId: string | undefined }> {
+  const headers = { ...signedHeaders(service.admin, 'GET', path), ...extra }
+  return new Promise((resolve, reject) => {
+    const call = request({ host: '127.0.0.1', port: service.port, method: 'GET', path: `/v1.0${path}`, headers }, (response) => {
+      response.resume()
+      response.on('end', () => resolve({ status: response.statusCode!, requestId: response.headers['x-requestid'] as string | undefined }))
+    })
+    call.on('error', reject)
+    call.end()
+  })
+}
+
+t.test('what a caller chooses (Host, User-Agent, a forwarded address) never costs its call the record, on either database', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    // Headers up to 1 MB (the most timeouts.maxHeaderSize allows): more than a text column holds.
+    const timeouts = { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000, maxHeaderSize: 1_048_576 }
+    const service = await startService(t, { kind, config: { trustProxy: ['127.0.0.1'], log: defaultLog(), timeouts } })
+    const host = `${'h'.repeat(300)}.example`
+    const agent = '\u00e9'.repeat(70_000)
+    const zoned = `fe80::1%${'z'.repeat(200)}`
+    const calls = [
+      await rawCall(service, '/Api/Read/Acl', { Host: host, 'x-LogLevel': '2', 'User-Agent': agent }),
+      await rawCall(service, '/Api/Read/Acl', { 'X-Forwarded-For': zoned }),
+    ]
+    t.same(calls.map((call) => call.status), [200, 200], 'answered')
+    // Written to the table (not only readable from the queue), then read back.
+    const ids = calls.map((call) => Number(call.requestId))
+    const db = service.kernel.database.db
+    for (let waited = 0; (await db.selectFrom('api_log').select('id').where('id', 'in', ids).execute()).length < ids.length; waited += 50) {
+      if (waited > 10_000) break
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    const [first, second] = await Promise.all(ids.map((id) => readLog(service, id)))
+    t.equal(first.status, 200, first.text)
+    t.equal(first.json.Http_Host, host.slice(0, 255), 'Host cut to its column')
+    t.equal(first.json.Http_User_Agent, agent.slice(0, 32_000), 'the user agent cut to its column')
+    t.equal(second.status, 200, second.text)
+    t.equal(second.json.Remote_Addr, zoned.slice(0, 64), 'the forwarded address cut to its column')
+  }),
+)

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
-import { isStoreOutage } from '../storage/database.ts'
-import { storedRow, type LogRow } from './record.ts'
+import { isStoreOutage, isUniqueViolation } from '../storage/database.ts'
+import { narrowedRow, storedRow, type LogRow } from './record.ts'
 
 export interface QueueOptions {
   batchSize: number
@@ -134,6 +134,11 @@ export class CallLogQueue {
       } catch (error) {
         if (isStoreOutage(error)) throw error
         this.report(error)
+        // Refused as it was (not as a duplicate): written narrowed, so the answered call keeps its record.
+        if (!isUniqueViolation(error)) await this.db.insertInto('api_log').values(narrowedRow(row)).execute().catch((again: unknown) => {
+          if (isStoreOutage(again)) throw again
+          this.report(again)
+        })
       }
       settled()
     }

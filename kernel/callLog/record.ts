@@ -17,6 +17,46 @@ export function responseText(response: string | Uint8Array | null | undefined): 
   return typeof response === 'string' ? response : Buffer.from(response.buffer, response.byteOffset, response.byteLength).toString('utf8')
 }
 
+/**
+ * The widths of api_log's text columns that a caller's request fills (MariaDB refuses a
+ * longer value, and the record would be lost; SQLite would keep it whole): the Host
+ * header and the client's address as sent, Request_Url and Http_User_Agent (`text`,
+ * 65,535 bytes: request text is latin1, at most 2 bytes a character as utf8mb4).
+ */
+export const loggedTextMax = { host: 255, address: 64, requestText: 32_000 } as const
+
+/** A request's text cut to its column's width; null when the request has none. */
+export function boundedText(text: string | undefined, max: number): string | null {
+  if (text === undefined) return null
+  return text.length <= max ? text : text.slice(0, max)
+}
+
+/**
+ * The row of a record the database refused as it was (a value no column check foresaw):
+ * every text cut to a width that any column takes, so the call keeps its record (its id,
+ * key, status and times) rather than losing it.
+ */
+export function narrowedRow(row: LogRow): Insertable<CoreTables['api_log']> {
+  const narrow = (text: string | null | undefined, max: number) => (typeof text === 'string' ? text.slice(0, max) : text ?? null)
+  return {
+    ...storedRow(row),
+    http_host: narrow(row.http_host, 255),
+    server_name: narrow(row.server_name, 100),
+    server_addr: narrow(row.server_addr, 64),
+    remote_addr: narrow(row.remote_addr, 64),
+    request_scheme: narrow(row.request_scheme, 8),
+    request_method: narrow(row.request_method, 8) ?? 'GET',
+    api_function: narrow(row.api_function, 255) ?? '',
+    request_url: narrow(row.request_url, 1000),
+    http_user_agent: narrow(row.http_user_agent, 1000),
+    raw_request: narrow(row.raw_request, 1000),
+    response: narrow(responseText(row.response), 1000),
+    response_format: narrow(row.response_format, 8),
+    signed_with: narrow(row.signed_with, 8),
+    response_digest: null,
+  }
+}
+
 /** The row as a plain insert takes it: its response as text, kept in the row (not shared: sharedAnswers.ts). */
 export function storedRow(row: LogRow): Insertable<CoreTables['api_log']> {
   return row.response instanceof Uint8Array ? { ...row, response: responseText(row.response), response_digest: null } : (row as Insertable<CoreTables['api_log']>)

@@ -3,6 +3,7 @@ import { serverNameFor } from '../../cluster/serverName.ts'
 import { nodeOfId } from '../../callLog/requestId.ts'
 import type { Config } from '../../boot/config.ts'
 import type { CallLog, LogRow } from '../../callLog/callLog.ts'
+import { boundedText, loggedTextMax } from '../../callLog/record.ts'
 import type { Exchange } from '../exchange.ts'
 import type { Stage } from '../pipeline.ts'
 import { plainAddress } from '../transport.ts'
@@ -125,18 +126,19 @@ function callLogger(callLog: CallLog, config: Config, proxies: ProxyTrust) {
       id: exchange.requestId,
       key_id: exchange.caller.anonymous ? null : exchange.caller.id,
       request_time: exchange.startedAt,
-      http_host: request.headers.host ?? null,
+      // What the caller chose is cut to its column's width (record.ts), on every database alike.
+      http_host: boundedText(request.headers.host, loggedTextMax.host),
       server_name: serverName,
       // node:net asks the socket for its address once and keeps it: no system call per call.
       server_addr: socket.localAddress ? plainAddress(socket.localAddress) : null,
       server_port: socket.localPort ?? null,
-      remote_addr: proxies.clientAddress(request),
+      remote_addr: boundedText(proxies.clientAddress(request), loggedTextMax.address),
       request_scheme: proxies.isSecure(request) ? 'HTTPS' : 'HTTP',
       request_method: request.method ?? 'GET',
       api_acl: exchange.acl?.id ?? null,
       api_function: exchange.mounted.route.path,
-      request_url: detailed ? (request.url ?? null) : null,
-      http_user_agent: detailed ? (request.headers['user-agent'] ?? null) : null,
+      request_url: detailed ? boundedText(request.url, loggedTextMax.requestText) : null,
+      http_user_agent: detailed ? boundedText(request.headers['user-agent'], loggedTextMax.requestText) : null,
       raw_request: detailed ? rawRequest(request, exchange.rawBody, redacted) : null,
       response_code: status,
       response,
