@@ -229,6 +229,35 @@ t.test('StartDate and EndDate: shown in the table, set and cleared in the forms;
   t.ok(Date.parse((await listed('Planned end')).EndDate!) <= Date.now(), 'accepted: EndDate is now')
 }))
 
+t.test('Disable takes now from the server\'s clock: a browser clock 200 s ahead still disables the key at once', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const aclReader = await groupNamed(service, 'Access list reader')
+  const made = await service.call('POST', '/Api/Create/Key', { today: true, body: { Display_Name: 'Skewed', GroupId: [aclReader], Require_Https: 0 } })
+  t.equal(made.status, 200, made.text)
+  const key = { apiKey: made.json.Api_Key as string, secret: made.json.Api_Secret as string }
+  const page = await browser.newPage()
+  // The page's clock runs 200 s ahead (inside the signature's clock window, so the console's own calls still pass).
+  // A script's text, not a function: the test's compiled function would call helpers the page lacks.
+  await page.addInitScript(`{
+    const RealDate = Date
+    const ahead = 200000
+    globalThis.Date = class extends RealDate {
+      constructor(...given) { if (given.length === 0) super(RealDate.now() + ahead); else super(...given) }
+      static now() { return RealDate.now() + ahead }
+    }
+  }`)
+  await signIn(page, service)
+  t.ok(await page.evaluate(() => Date.now()) - Date.now() > 150_000, 'the page\'s clock is ahead')
+  await page.getByRole('button', { name: 'Disable Skewed' }).click()
+  await answerDayCode(page, service)
+  await page.getByText('Key "Skewed" disabled.').waitFor()
+  t.equal((await service.call('GET', '/Api/Read/Acl', { key })).status, 401, 'the key\'s next call is refused')
+  const listed = ((await service.call('GET', '/Api/Read/Keys')).json as { Display_Name: string; EndDate: string }[]).find((one) => one.Display_Name === 'Skewed')!
+  t.ok(Date.parse(listed.EndDate) <= Date.now(), `EndDate ${listed.EndDate} is the server's now, not the browser's`)
+  await page.getByRole('row', { name: /Skewed/ }).getByText(/^Disabled since /).waitFor()
+  t.pass('the row says disabled')
+}))
+
 t.test('Edit and Rotate open below a long table: scrolled into view and focused; the focus comes back after each action', (t) => withBrowser(t, async (browser) => {
   const service = await startService(t, { kind: 'sqlite' })
   const aclReader = await groupNamed(service, 'Access list reader')

@@ -31,6 +31,8 @@ const dayCodeNeeded = /day code/i
  */
 export class Api {
   private operations: Operation[] = []
+  /** The server's clock minus the browser's, from the `Date` header of the latest answer (serverNow). */
+  private clockOffset = 0
 
   constructor(
     readonly basePath: string,
@@ -52,6 +54,16 @@ export class Api {
   may(method: string, path: string): boolean {
     const wanted = `${method} ${path}`.toLowerCase()
     return this.operations.some((operation) => `${operation.Method} ${operation.Path}`.toLowerCase() === wanted)
+  }
+
+  /**
+   * Now by the server's clock, in milliseconds: what the console writes as "now" (Disable's
+   * EndDate) and compares dates of the API with, so a browser clock that is off does not
+   * leave a disabled key working. The header is whole seconds, read when the answer has
+   * arrived: this errs early by up to a second and the answer's travel, never late.
+   */
+  serverNow(): number {
+    return Date.now() + this.clockOffset
   }
 
   private needsDayCode(method: string, path: string): boolean {
@@ -90,7 +102,10 @@ export class Api {
     const headers = await signedHeaders(this.credentials, method, path, body, today)
     if (body !== '') headers['content-type'] = 'application/json'
     headers.accept = 'application/json'
-    return reach(this.basePath + path, { method, headers, body: body === '' ? undefined : body, credentials: 'omit', cache: 'no-store' })
+    const response = await reach(this.basePath + path, { method, headers, body: body === '' ? undefined : body, credentials: 'omit', cache: 'no-store' })
+    const serverDate = Date.parse(response.headers.get('date') ?? '')
+    if (!Number.isNaN(serverDate)) this.clockOffset = serverDate - Date.now()
+    return response
   }
 }
 

@@ -62,27 +62,32 @@ function changedBody(original: KeyForm, form: KeyForm): Record<string, unknown> 
   return Object.fromEntries(Object.entries(keyBody(form)).filter(([name, value]) => JSON.stringify(value) !== JSON.stringify(before[name])))
 }
 
+/*
+ * `now` below is the server's (Api.serverNow): the dates compared are the server's, and a
+ * browser clock that is off would misjudge them.
+ */
+
 /** A key whose StartDate is still to come: inactive, but not disabled (Enable would change nothing). */
-function notYet(key: KeyListing): boolean {
-  return key.Active === 0 && key.StartDate !== null && Date.parse(key.StartDate) > Date.now() && (key.EndDate === null || Date.parse(key.EndDate) > Date.now())
+function notYet(key: KeyListing, now: number): boolean {
+  return key.Active === 0 && key.StartDate !== null && Date.parse(key.StartDate) > now && (key.EndDate === null || Date.parse(key.EndDate) > now)
 }
 
-function keyState(key: KeyListing): string {
+function keyState(key: KeyListing, now: number): string {
   const ends = key.EndDate ? `; ends ${key.EndDate}` : ''
   if (key.Active) return `Active${ends}`
-  if (notYet(key)) return `Not active yet: starts ${key.StartDate}${ends}`
+  if (notYet(key, now)) return `Not active yet: starts ${key.StartDate}${ends}`
   return `Disabled${key.EndDate ? ` since ${key.EndDate}` : ''}`
 }
 
 /** An EndDate still to come, which Disable (EndDate now) replaces. */
-function plannedEnd(key: KeyListing): string | null {
-  return key.EndDate !== null && Date.parse(key.EndDate) > Date.now() ? key.EndDate : null
+function plannedEnd(key: KeyListing, now: number): string | null {
+  return key.EndDate !== null && Date.parse(key.EndDate) > now ? key.EndDate : null
 }
 
 /** What a rotation's answer says of the old secret: an overlap of none ends it at the rotation itself. */
-function oldSecretNote(ends: string | undefined): string | undefined {
+function oldSecretNote(ends: string | undefined, now: number): string | undefined {
   if (!ends) return undefined
-  return Date.parse(ends) > Date.now() ? `The old secret keeps working until ${ends}.` : 'The old secret no longer works.'
+  return Date.parse(ends) > now ? `The old secret keeps working until ${ends}.` : 'The old secret no longer works.'
 }
 
 function KeyFields({ form, groups, onChange, idPrefix }: { form: KeyForm; groups: Group[]; onChange: (form: KeyForm) => void; idPrefix: string }) {
@@ -195,13 +200,13 @@ export function KeysPage({ api }: { api: Api }) {
   }
   const setActive = (key: KeyListing, active: boolean) => {
     // Disabling sets EndDate to now (docs/keys.md), replacing a planned end: said before and after, never silently.
-    const planned = active ? null : plannedEnd(key)
+    const planned = active ? null : plannedEnd(key, api.serverNow())
     if (planned && !confirm(`Disable "${key.Display_Name}" now? Its planned end date ${planned} is replaced by now (the audit trail keeps it); after Enable the key has no end date until Edit sets one.`)) return
     // The button is disabled while the call runs and replaced after it: the focus goes to the row's new one.
     focusNext(() => rowButton(key.Id, 'toggle'))
     void action.run(async () => {
-      // Enabling clears EndDate.
-      await api.call('POST', '/Api/Edit/Key', { KeyId: key.Id, EndDate: active ? null : new Date().toUTCString() })
+      // Enabling clears EndDate. Now is the server's: a browser clock ahead would set an end still to come.
+      await api.call('POST', '/Api/Edit/Key', { KeyId: key.Id, EndDate: active ? null : new Date(api.serverNow()).toUTCString() })
       setStatus(active ? `Key "${key.Display_Name}" enabled, with no end date.`
         : `Key "${key.Display_Name}" disabled.${planned ? ` Its planned end date ${planned} was replaced by now (the audit trail keeps it).` : ''}`)
       keys.reload()
@@ -227,7 +232,7 @@ export function KeysPage({ api }: { api: Api }) {
       <p>The keys your key created. A key works until it is disabled; its secret is shown once, when it is made or rotated.</p>
       {issued && (
         <SecretOnce title={issued.title} apiKey={issued.key.Api_Key} secret={issued.key.Api_Secret}
-          note={oldSecretNote(issued.key.OldSecretEnds)}
+          note={oldSecretNote(issued.key.OldSecretEnds, api.serverNow())}
           onDone={() => {
             const rotated = issued.rotated
             setIssued(null)
@@ -269,11 +274,11 @@ export function KeysPage({ api }: { api: Api }) {
                 <th scope="row">{key.Display_Name}</th>
                 <td><code>{key.Api_Key}</code></td>
                 <td>{key.Groups.map((group) => group.Display_Name).join(', ')}</td>
-                <td>{keyState(key)}</td>
+                <td>{keyState(key, api.serverNow())}</td>
                 <td>{key.MaxHits || 'none'}</td>
                 <td class="row-actions">
                   {mayEdit && <button type="button" class="secondary" aria-label={`Edit ${key.Display_Name}`} onClick={() => action.switchForm(() => setEditing({ id: key.Id, original: formOf(key), form: formOf(key) }))}>Edit</button>}
-                  {mayEdit && !notYet(key) && (key.Active
+                  {mayEdit && !notYet(key, api.serverNow()) && (key.Active
                     ? <button type="button" class="danger" data-action="toggle" aria-label={`Disable ${key.Display_Name}`} disabled={action.busy} onClick={() => setActive(key, false)}>Disable</button>
                     : <button type="button" class="secondary" data-action="toggle" aria-label={`Enable ${key.Display_Name}`} disabled={action.busy} onClick={() => setActive(key, true)}>Enable</button>)}
                   {mayRotate && <button type="button" class="secondary" data-action="rotate" aria-label={`Rotate ${key.Display_Name}`} onClick={() => action.switchForm(() => setRotating({ id: key.Id, overlap: 3600 }))}>Rotate</button>}
