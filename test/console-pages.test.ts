@@ -62,6 +62,30 @@ t.test('a query the API refuses shows its error without the results of the query
   t.equal(await page.locator('table').count(), 0, 'and its table')
 }))
 
+t.test('Logs reads From and To as UTC, the time its table shows, whatever the browser\'s time zone', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  for (let index = 0; index < 3; index++) await service.call('GET', '/Api/Read/Acl')
+  const page = await browser.newPage({ timezoneId: 'America/New_York' })
+  await signIn(page, service)
+  await page.getByRole('link', { name: 'Logs', exact: true }).click()
+  const calls = page.getByRole('region', { name: 'Calls' })
+  await calls.getByText(/calls, page 1 of/).waitFor()
+  // The field's form of a UTC time (as the table's GMT times read), ten minutes either side of now.
+  const field = (time: number) => new Date(time).toISOString().slice(0, 16)
+  const from = field(Date.now() - 600_000)
+  const to = field(Date.now() + 600_000)
+  await page.getByLabel('From (UTC)').fill(from)
+  await page.getByLabel('To (UTC)').fill(to)
+  const answered = page.waitForResponse((response) => response.url().endsWith('/Api/Read/History') && (response.request().postData() ?? '').includes('From'))
+  await page.getByRole('button', { name: 'Filter' }).click()
+  const answer = await answered
+  t.match(JSON.parse(answer.request().postData()!), { From: `${from}:00.000Z`, To: `${to}:00.000Z` }, 'sent as the UTC times typed, not New York\'s')
+  const total = ((await answer.json()) as { Total: number }).Total
+  t.ok(total >= 3, `the calls of these minutes are found (${total})`)
+  await calls.getByText(`${total} calls, page 1 of`).waitFor()
+  t.pass('and listed')
+}))
+
 t.test('a service that does not answer is said so, not with the browser\'s "Failed to fetch"', (t) => withBrowser(t, async (browser) => {
   const service = await startService(t, { kind: 'sqlite' })
   const page = await browser.newPage()

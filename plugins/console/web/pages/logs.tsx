@@ -4,6 +4,11 @@ import { ErrorText, Field, PageTitle, Pager, TableFrame, useAction, useFocusOnOp
 
 interface HistoryAnswer { Total: number; Page: string; Calls: { Id: number; RequestTime: string; Request_Method: string; Api_Function: string; Response_Code: number; Seconds: number; Bandwidth: number }[] }
 
+/** A date-time field's value read as UTC, the time the table shows (GMT), whatever the browser's zone. */
+function utcDate(value: string): string {
+  return new Date(`${value}Z`).toISOString()
+}
+
 /** Logs: your key's calls with filters, and one record in detail (POST /Api/Read/Log). */
 export function LogsPage({ api }: { api: Api }) {
   const [filters, setFilters] = useState({ Function: '', From: '', To: '' })
@@ -13,8 +18,8 @@ export function LogsPage({ api }: { api: Api }) {
     page,
     size: 50,
     ...(applied.Function ? { Function: applied.Function } : {}),
-    ...(applied.From ? { From: new Date(applied.From).toISOString() } : {}),
-    ...(applied.To ? { To: new Date(applied.To).toISOString() } : {}),
+    ...(applied.From ? { From: utcDate(applied.From) } : {}),
+    ...(applied.To ? { To: utcDate(applied.To) } : {}),
   }), [applied, page])
   const [record, setRecord] = useState<Record<string, unknown> | null>(null)
   const detail = useAction()
@@ -26,8 +31,8 @@ export function LogsPage({ api }: { api: Api }) {
       <PageTitle>Logs</PageTitle>
       <form class="toolbar" onSubmit={(event) => { event.preventDefault(); setPage(1); setApplied(filters) }}>
         <Field label="Operation path"><input name="Function" placeholder="/Api/Read/Acl" value={filters.Function} onInput={(event) => setFilters({ ...filters, Function: event.currentTarget.value })} /></Field>
-        <Field label="From"><input name="From" type="datetime-local" value={filters.From} onInput={(event) => setFilters({ ...filters, From: event.currentTarget.value })} /></Field>
-        <Field label="To"><input name="To" type="datetime-local" value={filters.To} onInput={(event) => setFilters({ ...filters, To: event.currentTarget.value })} /></Field>
+        <Field label="From (UTC)"><input name="From" type="datetime-local" value={filters.From} onInput={(event) => setFilters({ ...filters, From: event.currentTarget.value })} /></Field>
+        <Field label="To (UTC)"><input name="To" type="datetime-local" value={filters.To} onInput={(event) => setFilters({ ...filters, To: event.currentTarget.value })} /></Field>
         <button type="submit">Filter</button>
       </form>
       <ErrorText error={history.error ?? detail.error} />
