@@ -59,6 +59,45 @@ t.test('a CSV import shows its progress and reports the bad rows', (t) => withBr
   t.equal(missing.json.Total, 1996, 'one person fewer is missing a photo')
 }))
 
+t.test('every person missing a photo can be reached page by page and given one', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const lines = ['Source_Id,FirstName,LastName']
+  for (let row = 1; row <= 45; row++) lines.push(`M${row},First${row},Last${String(row).padStart(2, '0')}`)
+  const init = await service.call('POST', '/people/update/importinit', { body: {} })
+  const imported = await service.call('POST', '/people/update/importmass', { body: { ImportId: init.json.ImportId, Csv: lines.join('\n') } })
+  t.equal(imported.json.Added, 45, imported.text)
+  const page = await browser.newPage()
+  await signIn(page, service)
+  await page.goto(consoleUrl(service, 'people'))
+  const missing = page.getByRole('region', { name: /^Missing photos/ })
+  await missing.getByText('Page 1 of 3').waitFor()
+  t.equal(await missing.getByLabel(/^Upload photo of /).count(), 20, '20 a page')
+  await missing.getByRole('button', { name: 'Next page of missing photos' }).click()
+  await missing.getByText('Page 2 of 3').waitFor()
+  await missing.getByRole('button', { name: 'Next page of missing photos' }).click()
+  await missing.getByText('Page 3 of 3').waitFor()
+  const uploads = missing.getByLabel(/^Upload photo of /)
+  t.equal(await uploads.count(), 5, 'the last page holds the last 5')
+  t.ok(await missing.getByRole('button', { name: 'Next page of missing photos' }).isDisabled(), 'no page after the last')
+
+  // Everyone on the last page gets a photo: then that page is gone, and the one now last is shown.
+  const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64')
+  const given: string[] = []
+  for (let left = 5; left > 0; left--) {
+    const label = (await missing.locator('label.file-button > span').first().textContent())!.trim()
+    given.push(label.replace(/^Upload photo of /, ''))
+    await uploads.first().setInputFiles({ name: 'photo.png', mimeType: 'image/png', buffer: png })
+    await missing.getByText(`Photo of ${given.at(-1)} uploaded.`).waitFor()
+    await missing.getByRole('heading', { name: `Missing photos (${40 + left - 1})` }).waitFor()
+  }
+  await missing.getByText('Page 2 of 2').waitFor()
+  t.equal(await uploads.count(), 20, 'the page now last, full')
+  const stillMissing = await service.call('GET', '/People/Read/Missing?size=100')
+  t.equal(stillMissing.json.Total, 40, 'five photos stored')
+  const names = (stillMissing.json.People as { FirstName: string; LastName: string }[]).map((person) => `${person.FirstName} ${person.LastName}`)
+  t.same(given.filter((person) => names.includes(person)), [], 'the people of the last page have theirs')
+}))
+
 t.test('refused rows are named by their physical line, as one importmass call of the file names them', (t) => withBrowser(t, async (browser) => {
   const service = await startService(t, { kind: 'sqlite' })
   // 600 rows: a blank line after row 100, a Title with a line break in row 300, bad rows either side and near a batch's end.

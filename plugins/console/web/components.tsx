@@ -162,12 +162,13 @@ export function TableFrame({ label, children }: { label: string; children: Compo
   )
 }
 
-/** Previous/next buttons of a paged list (pages from 1). */
-export function Pager({ page, pages, onPage }: { page: number; pages: number; onPage: (page: number) => void }) {
+/** Previous/next buttons of a paged list (pages from 1); `of` names the list where a page has two. */
+export function Pager({ page, pages, onPage, of }: { page: number; pages: number; onPage: (page: number) => void; of?: string }) {
+  const name = (text: string) => (of ? `${text} of ${of}` : undefined)
   return (
     <div class="actions">
-      <button type="button" class="secondary" disabled={page <= 1} onClick={() => onPage(page - 1)}>Previous page</button>
-      <button type="button" class="secondary" disabled={page >= pages} onClick={() => onPage(page + 1)}>Next page</button>
+      <button type="button" class="secondary" aria-label={name('Previous page')} disabled={page <= 1} onClick={() => onPage(page - 1)}>Previous page</button>
+      <button type="button" class="secondary" aria-label={name('Next page')} disabled={page >= pages} onClick={() => onPage(page + 1)}>Next page</button>
     </div>
   )
 }

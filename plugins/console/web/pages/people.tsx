@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks'
+import { useEffect, useState } from 'preact/hooks'
 import { ApiError, type Api } from '../api.ts'
 import { ErrorText, Field, PageTitle, Pager, TableFrame, useAction, useLoad } from '../components.tsx'
 import { planCsv } from '../csvBatches.ts'
@@ -23,10 +23,20 @@ function readAsDataUrl(file: File): Promise<string> {
   })
 }
 
+/** People per page of the missing-photo list: each has an upload button. */
+const missingPageSize = 20
+
 function MissingPhotos({ api }: { api: Api }) {
-  const missing = useLoad(() => api.call<Listing>('GET', '/People/Read/Missing?size=20'))
+  const [page, setPage] = useState(1)
+  const missing = useLoad(() => api.call<Listing>('GET', `/People/Read/Missing?page=${page}&size=${missingPageSize}`), [page])
   const upload = useAction()
   const [status, setStatus] = useState('')
+  const total = missing.data?.Total ?? 0
+  const pages = Math.max(1, Math.ceil(total / missingPageSize))
+  // The last page's last person got a photo (or was removed): that page is gone, show the one now last.
+  useEffect(() => {
+    if (missing.data && page > pages) setPage(pages)
+  }, [missing.data])
   const send = (person: Person, file: File | undefined) => file && upload.run(async () => {
     await api.call('POST', '/People/Update/OnePhoto', { Id: person.Id, Image: await readAsDataUrl(file) })
     setStatus(`Photo of ${name(person)} uploaded.`)
@@ -37,18 +47,22 @@ function MissingPhotos({ api }: { api: Api }) {
       <h2 id="missing-title">Missing photos ({missing.data?.Total ?? '…'})</h2>
       <ErrorText error={missing.error ?? upload.error} />
       <p role="status" class="status">{status}</p>
-      {people(missing.data).length === 0 ? <p>Everyone has a photo.</p> : (
-        <ul class="missing">
-          {people(missing.data).map((person) => (
-            <li key={person.Id}>
-              <span>{name(person)} {person.Dept ? <small>({person.Dept})</small> : null}</span>
-              <label class="file-button">
-                <span>Upload photo of {name(person)}</span>
-                <input type="file" accept="image/png,image/jpeg,image/webp" onChange={(event) => void send(person, event.currentTarget.files?.[0])} />
-              </label>
-            </li>
-          ))}
-        </ul>
+      {total === 0 ? (missing.data && <p>Everyone has a photo.</p>) : (
+        <>
+          {Array.isArray(missing.data?.People) && <p>Page {missing.data.Page}</p>}
+          <ul class="missing">
+            {people(missing.data).map((person) => (
+              <li key={person.Id}>
+                <span>{name(person)} {person.Dept ? <small>({person.Dept})</small> : null}</span>
+                <label class="file-button">
+                  <span>Upload photo of {name(person)}</span>
+                  <input type="file" accept="image/png,image/jpeg,image/webp" onChange={(event) => void send(person, event.currentTarget.files?.[0])} />
+                </label>
+              </li>
+            ))}
+          </ul>
+          <Pager page={page} pages={pages} onPage={setPage} of="missing photos" />
+        </>
       )}
     </section>
   )
