@@ -98,12 +98,16 @@ t.test('every person missing a photo can be reached page by page and given one',
   t.same(given.filter((person) => names.includes(person)), [], 'the people of the last page have theirs')
 }))
 
-t.test('refused rows are named by their physical line, as one importmass call of the file names them', (t) => withBrowser(t, async (browser) => {
+t.test('refused rows are named by their physical line, as one importmass call of the file names them; so are repeated Source_Ids', (t) => withBrowser(t, async (browser) => {
   const service = await startService(t, { kind: 'sqlite' })
   // 600 rows: a blank line after row 100, a Title with a line break in row 300, bad rows either side and near a batch's end.
+  // Repeated Source_Ids: row 560 repeats row 5 (another batch of 250), row 270 row 265 (with a trailing space, the same
+  // Source_Id once stored); row 580 repeats row 50, which is refused (no LastName), so 580 is the one kept; row 590
+  // repeats row 6 but is refused for its own fault first.
+  const repeats = new Map([[560, 'L5'], [270, 'L265 '], [580, 'L50'], [590, 'L6']])
   const lines = ['Source_Id,FirstName,LastName,Title']
   for (let row = 1; row <= 600; row++) {
-    lines.push(`L${row},First${row},${[50, 249, 260, 500].includes(row) ? '' : `Last${row}`},${row === 300 ? '"Head of\nThings"' : 'Staff'}`)
+    lines.push(`${repeats.get(row) ?? `L${row}`},First${row},${[50, 249, 260, 500, 590].includes(row) ? '' : `Last${row}`},${row === 300 ? '"Head of\nThings"' : 'Staff'}`)
     if (row === 100) lines.push('')
   }
   const csv = `${lines.join('\n')}\n`
@@ -112,14 +116,26 @@ t.test('refused rows are named by their physical line, as one importmass call of
   await page.goto(consoleUrl(service, 'people'))
   await page.getByLabel('CSV file').setInputFiles({ name: 'people.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) })
   await page.getByRole('button', { name: 'Import' }).click()
-  await page.getByTestId('import-summary').waitFor({ timeout: 60_000 })
+  const summary = page.getByTestId('import-summary')
+  await summary.waitFor({ timeout: 60_000 })
   t.equal(await page.locator('progress#import-progress').getAttribute('max'), '600', 'the bar counts the rows, not the lines')
-  const rows = await page.locator('tr.rejected-row').evaluateAll((cells) => cells.map((row) => Number(row.querySelector('td')!.textContent)))
-  t.same(rows, [50, 250, 261, 502], 'the physical lines: the blank line and the line break count')
+  t.match(await summary.textContent(), /593 added, 0 changed, 0 unchanged, 7 rejected/)
+  const reported = await page.locator('tr.rejected-row').evaluateAll((cells) => cells.map((row) => {
+    const [line, sourceId, reason] = [...row.querySelectorAll('td')].map((cell) => cell.textContent)
+    return { Row: Number(line), Source_Id: sourceId === '—' ? '' : sourceId, Reason: reason }
+  }))
+  t.same(reported.map((rejection) => rejection.Row), [50, 250, 261, 271, 502, 562, 592], 'the physical lines: the blank line and the line break count')
+  t.match(reported.find((rejection) => rejection.Row === 562), { Source_Id: 'L5', Reason: "Source_Id 'L5' repeats row 5." }, 'a repeat in a later batch is refused, naming the file\'s row')
+  t.match(reported.find((rejection) => rejection.Row === 271), { Source_Id: 'L265', Reason: "Source_Id 'L265' repeats row 266." }, 'one within a batch names the file\'s row too')
+  const stored = async (sourceId: string) => ((await service.call('POST', '/people/read/list', { body: { filter: `Source_Id=${sourceId}` } })).json.People as { FirstName: string }[])[0]
+  t.match(await stored('L5'), { FirstName: 'First5' }, 'the first row of a Source_Id is the person kept')
+  t.match(await stored('L50'), { FirstName: 'First580' }, 'or the first good one')
 
   const init = await service.call('POST', '/people/update/importinit', { body: {} })
   const whole = await service.call('POST', '/people/update/importmass', { body: { ImportId: init.json.ImportId, Csv: csv } })
-  t.same(rows, whole.json.Rejections.map((rejection: { Row: number }) => rejection.Row), 'what one importmass call of the whole file answers')
+  // The file is the batch of one call: the console says "of the file" without saying so.
+  const wholeReport = (whole.json.Rejections as { Reason: string }[]).map((rejection) => ({ ...rejection, Reason: rejection.Reason.replace(/ of this batch\.$/, '.') }))
+  t.same(reported, wholeReport, 'what one importmass call of the whole file answers')
 }))
 
 t.test('a file the API would refuse whole is refused before anything is sent', (t) => withBrowser(t, async (browser) => {

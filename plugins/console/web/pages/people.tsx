@@ -1,12 +1,12 @@
 import { useEffect, useState } from 'preact/hooks'
 import { ApiError, type Api } from '../api.ts'
 import { ErrorText, Field, PageTitle, Pager, TableFrame, useAction, useLoad } from '../components.tsx'
-import { planCsv } from '../csvBatches.ts'
+import { fileRejection, planCsv, type Rejection } from '../csvBatches.ts'
 
 interface Person { Id: number; Source_Id: string | null; FirstName: string | null; LastName: string | null; Email: string | null; Dept: string | null; Title: string | null; Location: string | null; Photo: string | null; TermDate: string | null }
 interface Listing { Total: number; Page: string; Sort: string; People: Person[] | string }
 interface TodayPerson { Id: number; FirstName: string | null; LastName: string | null; Occasion: 'Birthday' | 'Anniversary'; Years?: number }
-interface ImportBatch { Added: number; Changed: number; Unchanged: number; Rejected: number; Rejections: { Row: number; Source_Id: string | null; Reason: string }[] }
+interface ImportBatch { Added: number; Changed: number; Unchanged: number; Rejected: number; Rejections: Rejection[] }
 
 const name = (person: { FirstName: string | null; LastName: string | null }) => [person.FirstName, person.LastName].filter(Boolean).join(' ')
 const people = (listing: Listing | null) => (listing && Array.isArray(listing.People) ? listing.People : [])
@@ -139,11 +139,13 @@ function CsvImport({ api, onDone }: { api: Api; onDone: () => void }) {
         result.changed += answer.Changed
         result.unchanged += answer.Unchanged
         // Rows count from the line after the batch's header: back to lines of the whole file.
-        for (const rejection of answer.Rejections) result.rejections.push({ ...rejection, Row: rejection.Row + batch.rowOffset })
+        for (const rejection of answer.Rejections) result.rejections.push(fileRejection(rejection, batch))
         sent += batch.rows
         setProgress({ sent, total })
       }
       if (complete) await api.call('POST', '/people/update/importterm', { ImportId })
+      // A batch may hold later rows (the repeats of a Source_Id): the report goes by the file's order.
+      result.rejections.sort((a, b) => a.Row - b.Row)
       setReport(result)
       onDone()
     })
