@@ -58,7 +58,7 @@ t.test('the OpenAPI document: valid 3.1, every route, the signature as security 
     t.ok(idempotency(document.paths['/Api/Edit/Key'].post), 'a write declares Idempotency-Key')
     t.notOk(idempotency(document.paths['/Api/Read/History'].post), 'a read does not')
     t.equal(document.info.version, JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version, "the service's version")
-    t.same(Object.keys(document.paths['/People/Read/Photo'].get.responses), ['200', '304', '400', '401', '403', '404', '406', '417', '429', '503'], 'an image with its ETag: 304')
+    t.same(Object.keys(document.paths['/People/Read/Photo'].get.responses), ['200', '304', '400', '401', '403', '404', '406', '413', '417', '429', '503'], 'an image with its ETag: 304')
     t.notOk('304' in document.paths['/Api/Read/Changes/Rss'].get.responses, 'no 304 for a raw answer without an ETag')
     // A wildcard-covered route is named by its plugin, not by the wildcard's text.
     t.equal(document.paths['/People/Read/Today'].get.summary, "Today's birthdays and work anniversaries in your tenant's time zone")

@@ -158,7 +158,7 @@ function operation(route: MountedRouteInfo, cachesAnswers: boolean): object {
     parameters: [...(route.rawContentType === null ? [formatParameter] : []), ...queryParameters(route.query), ...(route.writes ? [idempotencyParameter] : []), ref('parameters', 'x-LogLevel')],
     // A body may be left out where the route takes none as {} (POST /account/read/user).
     ...(route.body === null ? {} : { requestBody: { required: route.bodyRequired, content: { 'application/json': { schema: route.body } } } }),
-    // Every status D6 gives a call of this kind: 304 where the answer carries an ETag, 413/415 where there is a body.
+    // Every status D6 gives a call of this kind: 304 where the answer carries an ETag, 415 where there is a body.
     responses: {
       200: answered(route),
       ...(route.etag ? { 304: { description: 'Not modified: If-None-Match named the current ETag.', headers: requestIdHeader } } : {}),
@@ -170,10 +170,9 @@ function operation(route: MountedRouteInfo, cachesAnswers: boolean): object {
       ...(route.writes ? {
         409: errorAnswer('A call with this Idempotency-Key is still being processed; try again shortly.'),
       } : {}),
-      ...(route.body === null ? {} : {
-        413: errorAnswer('The body is over the limit (bodyLimit).'),
-        415: errorAnswer('The body is not JSON (Content-Type).'),
-      }),
+      // Any call may carry a body over the limit (a GET's body is otherwise not read).
+      413: errorAnswer('The body is over the limit (bodyLimit).'),
+      ...(route.body === null ? {} : { 415: errorAnswer('The body is not JSON (Content-Type).') }),
       // Answered before the call is looked at: no request id.
       417: errorAnswer('An Expect header other than 100-continue.', {}),
       ...(route.writes ? {
