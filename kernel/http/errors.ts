@@ -55,11 +55,11 @@ export class ApiError extends Error {
 
 export const badRequest = (message: string) => new ApiError('BAD_REQUEST', message)
 export const unauthorized = (message = 'Not authorised.') => new ApiError('UNAUTHORIZED', message)
+export const forbidden = (message: string) => new ApiError('FORBIDDEN', message)
+export const notFound = (message = 'Not found.') => new ApiError('NOT_FOUND', message)
 
 /** An error of the kernel's own refusals, labelled with why (the metrics count by it). */
 export function refused<E extends ApiError>(error: E, refusal: Refusal): E {
   error.refusal = refusal
   return error
 }
-export const forbidden = (message: string) => new ApiError('FORBIDDEN', message)
-export const notFound = (message = 'Not found.') => new ApiError('NOT_FOUND', message)
