@@ -90,7 +90,7 @@ t.test('a plugin from an installed npm package, found from the base folder', asy
   const plugins = await loadPlugins(['acl', 'keygate-plugin-greeter'], [], root)
   t.same(plugins.map((plugin) => plugin.name), ['acl', 'greeter'])
   await t.rejects(loadPlugins(['keygate-plugin-missing'], [], root), /neither a built-in plugin, a folder nor an installed npm package/)
-  await t.rejects(loadPlugins(['./no-such-folder'], [], root), /has no package.json or index file/)
+  await t.rejects(loadPlugins(['./no-such-folder'], [], root), { message: `plugin folder ${join(root, 'no-such-folder')} does not exist` })
   await t.rejects(loadPlugins(['keygate-plugin-greeter', 'keygate-plugin-greeter'.replace('greeter', 'greeter')], [], root), /loaded twice/)
 })
 
@@ -169,4 +169,31 @@ t.test("a folder plugin's broken history.json stops the production start with on
   t.same(said.length, 1, output.text)
   t.match(said[0], new RegExp(`^keygate: invalid setting plugins: ${join(folder, 'history.json').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} is not valid JSON: `))
   t.notMatch(output.text, /\n\s+at /, 'no stack')
+})
+
+t.test('a package or folder is resolved as an ES module: exports with the import condition, exports without main', async (t) => {
+  const root = pluginWorkspace(t)
+  // The usual ESM-only package.json, installed under node_modules (npm install).
+  const packageFolder = join(root, 'node_modules', 'keygate-plugin-notes')
+  mkdirSync(join(packageFolder, 'build'), { recursive: true })
+  writeFileSync(join(packageFolder, 'package.json'), JSON.stringify({ name: 'keygate-plugin-notes', type: 'module', exports: { '.': { types: './build/index.d.ts', import: './build/index.js' } } }))
+  writeFileSync(join(packageFolder, 'build', 'index.js'), compiledPlugin.replace("name: 'compiled'", "name: 'notes'"))
+  t.same((await loadPlugins(['keygate-plugin-notes'], [], root)).map((plugin) => plugin.name), ['notes'], 'the import condition')
+
+  // A folder whose package.json has exports and no main.
+  const folder = join(root, 'my-plugin')
+  mkdirSync(join(folder, 'build'), { recursive: true })
+  writeFileSync(join(folder, 'package.json'), JSON.stringify({ type: 'module', exports: { '.': './build/index.js' } }))
+  writeFileSync(join(folder, 'build', 'index.js'), compiledPlugin)
+  t.same((await loadPlugins([folder], [], root)).map((plugin) => plugin.name), ['compiled'], 'a folder: exports "." without main')
+
+  // An existing folder is never called "not a folder": the error names it and what it lacks.
+  writeFileSync(join(folder, 'package.json'), JSON.stringify({ type: 'module', exports: { '.': { require: './build/index.cjs' } } }))
+  await t.rejects(loadPlugins([folder], [], root), { message: `plugin folder ${folder}: its package.json exports no "." for import (conditions import, node or default)` })
+  writeFileSync(join(folder, 'package.json'), JSON.stringify({ type: 'module', exports: './dist/index.js' }))
+  await t.rejects(loadPlugins([folder], [], root), { message: `plugin folder ${folder}: its package.json exports "." as ./dist/index.js, which does not exist in ${folder} (is it built?)` })
+  writeFileSync(join(folder, 'package.json'), JSON.stringify({ type: 'module' }))
+  await t.rejects(loadPlugins([folder], [], root), { message: `plugin folder ${folder}: the folder ${folder} has no entry point (package.json "exports" or "main", or index.ts, index.js, index.mjs)` })
+  writeFileSync(join(folder, 'package.json'), JSON.stringify({ type: 'module', main: 'build/index.js' }))
+  t.same((await loadPlugins([folder], [], root)).map((plugin) => plugin.name), ['compiled'], 'main, without exports')
 })

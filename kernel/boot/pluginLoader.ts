@@ -1,14 +1,15 @@
-import { existsSync, readdirSync } from 'node:fs'
-import { createRequire } from 'node:module'
+import { existsSync, readdirSync, statSync } from 'node:fs'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { Plugin } from '../plugin.ts'
 import { withHistoryFile } from './pluginHistory.ts'
+import { indexFiles, installedPackage, packageEntry, splitSpecifier } from './packageEntry.ts'
 import { PluginError } from './pluginError.ts'
 
 const builtInFolder = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'plugins')
-const entryFiles = ['index.ts', 'index.js', 'index.mjs']
 const pluginName = /^[a-z][a-z0-9-]*$/
+/** A plugin's migrations are kept in `migrations_<name>`: MySQL allows 64 characters in a table name. */
+export const pluginNameMaxLength = 64 - 'migrations_'.length
 
 /**
  * Names a plugin from a folder or a package may not take: `kernel` (its migrations would
@@ -21,29 +22,21 @@ const reservedNames = (): Set<string> => new Set(['kernel', ...readdirSync(built
 function locate(entry: string, baseDir: string): { url: string; what: string; builtIn: boolean } {
   const isPath = entry.startsWith('./') || entry.startsWith('../') || isAbsolute(entry)
   if (!isPath && pluginName.test(entry) && existsSync(join(builtInFolder, entry))) {
-    const file = entryFiles.map((name) => join(builtInFolder, entry, name)).find(existsSync)
+    const file = indexFiles.map((name) => join(builtInFolder, entry, name)).find(existsSync)
     if (!file) throw new PluginError(`plugin '${entry}' has no index file in ${join(builtInFolder, entry)}`)
     return { url: pathToFileURL(file).href, what: `plugins/${entry}`, builtIn: true }
   }
   if (isPath) {
     const folder = resolve(baseDir, entry)
-    const file = existsSync(join(folder, 'package.json')) ? resolvePackage(folder, folder) : entryFiles.map((name) => join(folder, name)).find(existsSync)
-    if (!file) throw new PluginError(`plugin folder ${folder} has no package.json or index file`)
-    return { url: pathToFileURL(file).href, what: folder, builtIn: false }
+    if (!existsSync(folder)) throw new PluginError(`plugin folder ${folder} does not exist`)
+    if (!statSync(folder).isDirectory()) throw new PluginError(`plugin entry ${folder} is not a folder (name the folder that holds its package.json or index file)`)
+    return { url: pathToFileURL(packageEntry(folder, `plugin folder ${folder}`)).href, what: folder, builtIn: false }
   }
-  return { url: pathToFileURL(resolvePackage(entry, baseDir)).href, what: `package ${entry}`, builtIn: false }
-}
-
-/** Node's own resolution (package.json `exports`/`main`), from `baseDir`, then from keygate's install. */
-function resolvePackage(specifier: string, baseDir: string): string {
-  for (const from of [join(baseDir, 'noop.js'), fileURLToPath(import.meta.url)]) {
-    try {
-      return createRequire(from).resolve(specifier)
-    } catch {
-      // try the next place
-    }
-  }
-  throw new PluginError(`plugin '${specifier}' is enabled in config but is neither a built-in plugin, a folder nor an installed npm package`)
+  // An installed package: looked up from `baseDir`, then from keygate's own install.
+  const { name, subpath } = splitSpecifier(entry)
+  const folder = installedPackage(name, baseDir) ?? installedPackage(name, dirname(fileURLToPath(import.meta.url)))
+  if (!folder) throw new PluginError(`plugin '${entry}' is enabled in config but is neither a built-in plugin, a folder nor an installed npm package`)
+  return { url: pathToFileURL(packageEntry(folder, `package ${entry}`, subpath)).href, what: `package ${entry}`, builtIn: false }
 }
 
 /**
@@ -68,6 +61,7 @@ export async function loadPlugins(entries: readonly string[], extra: readonly Pl
   const add = (plugin: Plugin, what: string, external: boolean) => {
     if (!plugin || typeof plugin.setup !== 'function' || typeof plugin.name !== 'string') throw new PluginError(`${what} does not export a plugin (default export with a name and a setup function)`)
     if (!pluginName.test(plugin.name)) throw new PluginError(`${what}: plugin name '${plugin.name}' must be lower-case letters, digits and dashes`)
+    if (plugin.name.length > pluginNameMaxLength) throw new PluginError(`${what}: plugin name '${plugin.name}' is ${plugin.name.length} characters long; at most ${pluginNameMaxLength} (its migrations table migrations_<name> must fit MySQL's 64)`)
     if (external && reserved.has(plugin.name)) throw new PluginError(`${what}: plugin name '${plugin.name}' is reserved (${plugin.name === 'kernel' ? "the kernel's own" : 'a built-in plugin'}); give the plugin another name`)
     if (plugins.some((loaded) => loaded.name === plugin.name)) throw new PluginError(`plugin '${plugin.name}' is loaded twice`)
     checkDefaultGroups(plugin)
