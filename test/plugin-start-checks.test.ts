@@ -5,15 +5,22 @@
  * named like an existing group is made under a name of its own: no group gains a path.
  */
 import t from 'tap'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { defineRoute, type Plugin, type Route } from '../kernel/sdk.ts'
 import { createKernel } from '../kernel/boot/kernel.ts'
 import { loadConfig } from '../kernel/boot/config.ts'
-import { silentLogger } from '../kernel/observe/logger.ts'
+import { createLogger, silentLogger } from '../kernel/observe/logger.ts'
 import { RouteTable } from '../kernel/http/router.ts'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
+import { createScratchDatabase } from './helpers/scratchDatabase.ts'
+import { freePort } from './helpers/freePort.ts'
+import { watchChild } from './helpers/childService.ts'
+
+const repository = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 
 const groupPlugin = (groupName: string): Plugin => ({
   name: 'tickets',
@@ -68,6 +75,14 @@ t.test('routes a JavaScript plugin declares wrongly are refused at start, naming
     ['a PUT route', route({ method: 'PUT' }), /^PUT \/Bad\/Read\/A of plugin bad: method must be GET or POST$/],
     ['a wildcard path', route({ path: '/Bad/Read/*' }), /^GET \/Bad\/Read\/\* of plugin bad: a path is one fixed path \(no \* or :\)$/],
     ['a path parameter', route({ path: '/Bad/Read/:id' }), /: a path is one fixed path/],
+    ['a query string in the path', route({ path: '/Bad/Read/A?x=1' }), /^GET \/Bad\/Read\/A\?x=1 of plugin bad: a path has no \?, #, %, white space or control character/],
+    ['a fragment', route({ path: '/Bad/Read/A#b' }), /: a path has no \?, #, %/],
+    ['a percent escape', route({ path: '/Bad/Read/A%20B' }), /: a path has no \?, #, %/],
+    ['white space', route({ path: '/Bad/Read/A B' }), /: a path has no \?, #, %, white space/],
+    ['an empty segment', route({ path: '/Bad//Read/A' }), /^GET \/Bad\/\/Read\/A of plugin bad: a path has no empty segment \(no \/\/ and no trailing \/\)$/],
+    ['a trailing slash', route({ path: '/Bad/Read/A/' }), /: a path has no empty segment/],
+    ['a .. segment', route({ path: '/Bad/../Api/Read/Keys' }), /^GET \/Bad\/\.\.\/Api\/Read\/Keys of plugin bad: a path has no \. or \.\. segment$/],
+    ['a . segment', route({ path: '/Bad/./Read' }), /: a path has no \. or \.\. segment$/],
     ['no xml root', route({ xml: undefined }), /^GET \/Bad\/Read\/A of plugin bad: xml.root is required/],
     ['a body schema with $ref', route({ method: 'POST', body: { type: 'object', $defs: { s: { type: 'string' } }, properties: { a: { $ref: '#/$defs/s' } } } }),
       /^POST \/Bad\/Read\/A of plugin bad: its body schema uses \$ref; write the referenced schema out/],
@@ -90,4 +105,64 @@ t.test('a setup that fails names its plugin, and a first start says where its ro
     { message: `plugin bad: setup failed: no licence file (this first start made the root admin key: it is in ${join(dataDir, 'admin-key.json')})` })
   const notArray = { name: 'bad', setup: () => ({}) } as unknown as Plugin
   await t.rejects(createKernel({ config, plugins: [notArray], logger: silentLogger() }), { message: 'plugin bad: setup must return an array of routes' }, 'a later start: no root key made')
+})
+
+t.test("a plugin name too long for MySQL's migrations table is refused at load, with one line and exit 1, on both engines", (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    // migrations_<name> is a table: MySQL allows 64 characters, so a name has at most 53.
+    const named = (name: string): Plugin => ({
+      name,
+      migrations: { '0001-x': { async up(db) { await db.schema.createTable(`t_${kind}`).addColumn('id', 'integer').execute() } } },
+      setup: () => [],
+    })
+    const longest = `p${'-x'.repeat(26)}`
+    t.equal(longest.length, 53)
+    await startService(t, { kind, plugins: [named(longest)] })
+
+    const tooLong = `${longest}y`
+    const scratch = kind === 'mysql' ? await createScratchDatabase() : null
+    const root = mkdtempSync(join(tmpdir(), 'keygate-long-name-'))
+    t.teardown(async () => {
+      rmSync(root, { recursive: true, force: true })
+      await scratch?.drop()
+    })
+    const folder = join(root, 'plugin')
+    mkdirSync(folder)
+    writeFileSync(join(folder, 'package.json'), JSON.stringify({ type: 'module' }))
+    writeFileSync(join(folder, 'index.js'), `export default { name: '${tooLong}', migrations: {}, setup: () => [] }`)
+    const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(await freePort()), DATA_DIR: join(root, 'data'), PLUGINS: `keys,acl,${folder}` }
+    delete env.CONFIG_FILE
+    delete env.NODE_OPTIONS
+    if (scratch) env.DATABASE_URL = scratch.url
+    else delete env.DATABASE_URL
+    const child = spawn(process.execPath, ['dist/kernel/boot/main.js'], { cwd: repository, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const { output, exited } = watchChild(t, child)
+    // A start that takes the name serves on: ended, so the test fails rather than waits.
+    setTimeout(() => child.kill('SIGKILL'), 30_000).unref()
+    t.same(await exited, { code: 1, signal: null }, output.text)
+    const said = output.text.split('\n').filter((line) => line.startsWith('keygate: '))
+    t.same(said, [`keygate: invalid setting plugins: ${folder}: plugin name '${tooLong}' is 54 characters long; at most 53 (its migrations table migrations_<name> must fit MySQL's 64)`], output.text)
+    t.notMatch(output.text, /\n\s+at /, 'no stack')
+  }),
+)
+
+t.test('a started plugin whose routes its change history does not add is served, with one warning naming them', async (t) => {
+  const lines: { level: string; msg: string; plugin?: string; routes?: string[] }[] = []
+  const logger = createLogger({ destination: { write: (line: string) => void lines.push(JSON.parse(line)) } })
+  const route = (path: string) => defineRoute({ method: 'GET', path, xml: { root: 'A' }, handler: () => ({ A: 1 }) })
+  const plugin: Plugin = {
+    name: 'unrecorded',
+    defaultGroups: [{ name: 'Unrecorded', paths: [{ path: '/Unrecorded/*', displayName: 'Unrecorded' }] }],
+    history: [{ Date: '2026-11-27', Version: '1.0.0', Kind: 'added', Breaking: 0, Operation: 'GET /Unrecorded/Read/Known', Description: 'Known.' }],
+    setup: () => [route('/Unrecorded/Read/Known'), route('/Unrecorded/Read/A'), route('/Unrecorded/Read/B')],
+  }
+  const service = await startService(t, { kind: 'sqlite', plugins: [plugin], logger })
+  const warnings = lines.filter((line) => line.level === 'warn')
+  t.equal(warnings.length, 1, JSON.stringify(warnings))
+  t.match(warnings[0], {
+    plugin: 'unrecorded',
+    routes: ['GET /Unrecorded/Read/A', 'GET /Unrecorded/Read/B'],
+    msg: 'plugin unrecorded: no "added" entry in its change history (history.json) for GET /Unrecorded/Read/A, GET /Unrecorded/Read/B; these routes are missing from GET /Api/Read/Changes and its feed',
+  })
+  t.equal((await service.call('GET', '/Unrecorded/Read/A')).status, 200, 'the route is served all the same')
 })

@@ -10,7 +10,7 @@ import { bootstrap, loadDaySecret, type RootKey } from './bootstrap.ts'
 import { PluginError } from './pluginError.ts'
 import { pluginSealedColumns, recordSealedColumns } from './sealedColumnRecord.ts'
 import { enabledPlugins, loadPlugins } from './pluginLoader.ts'
-import { mergedHistory } from './pluginHistory.ts'
+import { mergedHistory, routesMissingFromHistory } from './pluginHistory.ts'
 import { routeCatalog } from '../http/routeCatalog.ts'
 import { RouteTable } from '../http/router.ts'
 import { KeyDirectory } from '../auth/keyDirectory.ts'
@@ -281,6 +281,10 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     cacheSizes: () => ({ ...keys.sizes, responses: cache.size, responseBodies: cache.sharedBodies, rateCounts: rateLimits.counted, signatures: signatures.size, partitionMarks: cache.partitionMarks }),
     routes: () => routes.routes().map(({ plugin, route }) => ({ plugin, method: route.method, path: route.path, dayCode: route.dayCode === true, hasBody: route.body !== undefined })),
     async listen() {
+      // Said by a serving process only, not by every operator CLI command.
+      for (const [plugin, operations] of routesMissingFromHistory(plugins, routes.routes())) {
+        logger.warn({ plugin, routes: operations }, `plugin ${plugin}: no "added" entry in its change history (history.json) for ${operations.join(', ')}; these routes are missing from GET /Api/Read/Changes and its feed`)
+      }
       await metrics.listen(config.metrics)
       // Only a serving process watches; the CLI's kernel only writes the stamp.
       await accessStamp.watch(accessStampEveryMs(config.cache.keyTtlSeconds), () => {

@@ -66,3 +66,19 @@ export function mergedHistory(plugins: readonly Plugin[]): () => readonly Histor
   const merged = Object.freeze(entries.map((entry) => Object.freeze({ ...entry })).sort(newestFirst))
   return () => merged
 }
+
+/**
+ * Per plugin, its mounted routes (`GET /Path`) that its change history adds nowhere: such a
+ * route is served but missing from GET /Api/Read/Changes and its feed. The start warns of
+ * them, and goes on (an external plugin without history.json still loads).
+ */
+export function routesMissingFromHistory(plugins: readonly Plugin[], mounted: readonly { plugin: string; route: { method: string; path: string } }[]): Map<string, string[]> {
+  const missing = new Map<string, string[]>()
+  for (const plugin of plugins) {
+    const added = new Set((plugin.history ?? []).filter((entry) => entry.Kind === 'added').map((entry) => entry.Operation.toLowerCase()))
+    const operations = mounted.filter((route) => route.plugin === plugin.name).map(({ route }) => `${route.method} ${route.path}`)
+    const unrecorded = operations.filter((operation) => !added.has(operation.toLowerCase()))
+    if (unrecorded.length > 0) missing.set(plugin.name, unrecorded)
+  }
+  return missing
+}

@@ -24,6 +24,8 @@ export class RouteTable {
     if (route.method !== 'GET' && route.method !== 'POST') throw new PluginError(`${named}: method must be GET or POST`)
     // A '*' or ':' would make find-my-way match a whole family of paths that no ACL entry names one by one.
     if (/[*:]/.test(route.path)) throw new PluginError(`${named}: a path is one fixed path (no * or :)`)
+    const problem = unservablePath(route.path)
+    if (problem) throw new PluginError(`${named}: ${problem}`)
     if (typeof route.xml?.root !== 'string') throw new PluginError(`${named}: xml.root is required (the root element of its XML answers)`)
     // Documentation only (never compiled): carried into the OpenAPI document as it is.
     if (route.answer !== undefined) {
@@ -54,6 +56,19 @@ export class RouteTable {
   routes(): readonly MountedRoute[] {
     return this.mounted
   }
+}
+
+/**
+ * Why a route path could never be called as written, or null: a request's `?` and `#`
+ * start its query and fragment, `%` escapes are not decoded before matching, and empty,
+ * `.` and `..` segments and a trailing `/` are spellings clients and proxies fold away.
+ */
+function unservablePath(path: string): string | null {
+  if (/[?#%]|[\s\x00-\x1f\x7f]/.test(path)) return 'a path has no ?, #, %, white space or control character (a query string is declared in query)'
+  const segments = path.slice(1).split('/')
+  if (segments.some((segment) => segment === '')) return 'a path has no empty segment (no // and no trailing /)'
+  if (segments.some((segment) => segment === '.' || segment === '..')) return 'a path has no . or .. segment'
+  return null
 }
 
 /** The query of a route that declares none: no parameter but `format`, which the input stage takes first. */
