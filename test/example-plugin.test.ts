@@ -10,17 +10,17 @@ import { forEachDatabase, startService } from './helpers/service.ts'
 
 // 1. The plugin's tables, typed for Kysely.
 type NoteTables = {
-  example_notes: { id: Generated<number>; parent: number; custno: number; text: string; created: number }
+  notes: { id: Generated<number>; parent: number; custno: number; text: string; created: number }
 }
 
 // 2. Migrations: they get `db` and the dialect, for the column types that differ.
 
 const examplePlugin: Plugin = {
-  name: 'example-notes',
+  name: 'notes',
   migrations: {
     '0001-notes': {
       async up(db, dialect) {
-        await portableTable(dialect, db.schema.createTable('example_notes'))
+        await portableTable(dialect, db.schema.createTable('notes'))
           .addColumn('id', dialect === 'mysql' ? 'bigint' : 'integer', (c) => c.primaryKey().autoIncrement())
           .addColumn('parent', 'bigint', (c) => c.notNull())
           .addColumn('custno', 'bigint', (c) => c.notNull())
@@ -32,7 +32,7 @@ const examplePlugin: Plugin = {
     // One DDL statement a migration: MySQL commits each by itself.
     '0002-notes-scope': {
       async up(db) {
-        await db.schema.createIndex('example_notes_scope').on('example_notes').columns(['parent', 'custno', 'id']).execute()
+        await db.schema.createIndex('notes_scope').on('notes').columns(['parent', 'custno', 'id']).execute()
       },
     },
   },
@@ -43,11 +43,11 @@ const examplePlugin: Plugin = {
     { Date: '2026-11-27', Version: '1.0.0', Kind: 'added', Breaking: 0, Operation: 'GET /Example/Read/Notes', Description: "Your tenant's notes, oldest first." },
   ],
   // 3. Default groups: created at first start and given to the root admin key.
-  defaultGroups: [{ name: 'Example notes', paths: [{ path: '/Example/*', displayName: 'Read and write notes' }] }],
+  defaultGroups: [{ name: 'Notes', paths: [{ path: '/Example/*', displayName: 'Read and write notes' }] }],
   // 4. Routes, given the kernel's services.
   setup(kernel) {
     const db = kernel.db.withTables<NoteTables>()
-    const partition = (parent: number, custno: number) => `example-notes:${parent}:${custno}`
+    const partition = (parent: number, custno: number) => `notes:${parent}:${custno}`
     return [
       defineRoute({
         method: 'GET',
@@ -56,7 +56,7 @@ const examplePlugin: Plugin = {
         xml: { root: 'Notes', item: 'Note' },
         csvColumns: ['Id', 'Text'],
         handler: async (call) => {
-          const rows = await db.selectFrom('example_notes').select(['id', 'text'])
+          const rows = await db.selectFrom('notes').select(['id', 'text'])
             .where('parent', '=', call.caller.parent).where('custno', '=', call.caller.custno).orderBy('id').execute()
           return rows.map((row) => ({ Id: Number(row.id), Text: row.text }))
         },
@@ -68,7 +68,7 @@ const examplePlugin: Plugin = {
         xml: { root: 'Note' },
         handler: async (call) => {
           const { parent, custno } = call.caller
-          const inserted = await db.insertInto('example_notes').values({ parent, custno, text: call.body.Text, created: kernel.clock() }).executeTakeFirstOrThrow()
+          const inserted = await db.insertInto('notes').values({ parent, custno, text: call.body.Text, created: kernel.clock() }).executeTakeFirstOrThrow()
           kernel.cache.invalidate(partition(parent, custno))
           return { Id: Number(inserted.insertId), Text: call.body.Text }
         },
@@ -79,7 +79,7 @@ const examplePlugin: Plugin = {
         body: { type: 'object', additionalProperties: false, required: ['Id'], properties: { Id: { type: 'integer', minimum: 1 } } },
         xml: { root: 'Note' },
         handler: async (call) => {
-          const row = await db.selectFrom('example_notes').select(['id', 'text']).where('id', '=', call.body.Id)
+          const row = await db.selectFrom('notes').select(['id', 'text']).where('id', '=', call.body.Id)
             .where('parent', '=', call.caller.parent).where('custno', '=', call.caller.custno).executeTakeFirst()
           if (!row) throw notFound(`Note ${call.body.Id} not found.`)
           return { Id: Number(row.id), Text: row.text }
