@@ -40,10 +40,10 @@ export function narrowedRow(row: LogRow): Insertable<CoreTables['api_log']> {
   const narrow = (text: string | null | undefined, max: number) => (typeof text === 'string' ? text.slice(0, max) : text ?? null)
   return {
     ...storedRow(row),
-    http_host: narrow(row.http_host, 255),
+    http_host: narrow(row.http_host, loggedTextMax.host),
     server_name: narrow(row.server_name, 100),
-    server_addr: narrow(row.server_addr, 64),
-    remote_addr: narrow(row.remote_addr, 64),
+    server_addr: narrow(row.server_addr, loggedTextMax.address),
+    remote_addr: narrow(row.remote_addr, loggedTextMax.address),
     request_scheme: narrow(row.request_scheme, 8),
     request_method: narrow(row.request_method, 8) ?? 'GET',
     api_function: narrow(row.api_function, 255) ?? '',
