@@ -169,23 +169,29 @@ t.test('a client still sending its body reads the whole refusal (lingering close
   t.equal((await service.call('GET', '/Api/Read/Acl')).status, 200, 'the service keeps answering')
 })
 
-/** Announces a 1 GiB body with a made-up key and writes `chunk` bytes every `everyMs` until the server closes; ms from the answer to the close. */
-async function keepSending(service: Service, chunk: number, everyMs: number): Promise<{ data: string; lingered: number }> {
+/**
+ * Announces a 1 GiB body (by default with a made-up key, to OnePhoto) and writes `chunk`
+ * bytes every `everyMs` until the server closes, or for 10 s; ms from the answer to the
+ * close (-1: no answer, -2: still open after 10 s).
+ */
+async function keepSending(service: Service, chunk: number, everyMs: number, requestLine = 'POST /v1.0/People/Update/OnePhoto', credentials = true): Promise<{ data: string; lingered: number }> {
   // Half-open: this client keeps sending after the server's FIN, as a careless one would.
   const socket = connect({ port: service.port, host: '127.0.0.1', allowHalfOpen: true })
   let data = ''
   let answeredAt = 0
   socket.on('data', (received) => {
     data += received
-    if (answeredAt === 0 && data.includes('\r\n\r\nError:')) answeredAt = Date.now()
+    if (answeredAt === 0 && data.includes('\r\n\r\n')) answeredAt = Date.now()
   })
   socket.on('error', () => undefined)
-  socket.write(`POST /v1.0/People/Update/OnePhoto HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${1024 * 1024 * 1024}\r\nx-apikey: kg_madeup000000000000000\r\nx-apidate: ${now()}\r\nx-apihmac: ${'a'.repeat(64)}\r\n\r\n`)
+  const keyLines = credentials ? `x-apikey: kg_madeup000000000000000\r\nx-apidate: ${now()}\r\nx-apihmac: ${'a'.repeat(64)}\r\n` : ''
+  socket.write(`${requestLine} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${1024 * 1024 * 1024}\r\n${keyLines}\r\n`)
   const body = Buffer.alloc(chunk, 0x20)
   const sender = setInterval(() => socket.writable && socket.writableLength < chunk && socket.write(body), everyMs)
-  await new Promise((resolve) => socket.once('close', resolve))
+  const closed = await Promise.race([new Promise((resolve) => socket.once('close', () => resolve(true))), new Promise((resolve) => setTimeout(() => resolve(false), 10_000))])
   clearInterval(sender)
-  return { data, lingered: answeredAt === 0 ? -1 : Date.now() - answeredAt }
+  socket.destroy()
+  return { data, lingered: !closed ? -2 : answeredAt === 0 ? -1 : Date.now() - answeredAt }
 }
 
 t.test('a client that keeps sending after the refusal is cut off by the lingering bounds', async (t) => {
@@ -198,6 +204,23 @@ t.test('a client that keeps sending after the refusal is cut off by the lingerin
   const fast = await keepSending(service, 1024 * 1024, 1)
   t.match(fast.data, /^HTTP\/1\.1 401 [^]*Error: Unknown or inactive API key\.$/)
   t.ok(fast.lingered >= 0 && fast.lingered < 800, `a fast sender: closed ${fast.lingered} ms after the answer`)
+  t.equal((await service.call('GET', '/Api/Read/Acl')).status, 200, 'the service keeps answering')
+})
+
+t.test('a body nothing reads (no route, a wrong method, a health probe, the console) is cut off by the lingering bounds too', async (t) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  // node:http drained such a body to keep the connection: gigabytes, for as long as the
+  // client sent (up to timeouts.requestMs), with no key and no route.
+  for (const [requestLine, status] of [['POST /v1.0/No/Such/Route', 404], ['PUT /v1.0/Api/Read/Log', 404], ['POST /NotUnderTheBasePath', 404], ['GET /healthz', 200], ['POST /readyz', 405], ['GET /console/', 200]] as const) {
+    const sent = await keepSending(service, 1024 * 1024, 1, requestLine, false)
+    t.match(sent.data, new RegExp(`^HTTP/1\\.1 ${status} [^]*\\r\\nconnection: close\\r\\n`, 'i'), `${requestLine}: ${status}, the connection closing`)
+    t.ok(sent.lingered >= 0 && sent.lingered < 800, `${requestLine}: closed ${sent.lingered} ms after the answer`)
+  }
+  // Without a body the connection is kept, as before.
+  const plain = await fetch(`${service.base}/No/Such/Route`)
+  t.equal(plain.status, 404)
+  t.equal(plain.headers.get('connection'), 'keep-alive')
+  t.equal(await plain.text(), 'Error: Not found.')
   t.equal((await service.call('GET', '/Api/Read/Acl')).status, 200, 'the service keeps answering')
 })
 

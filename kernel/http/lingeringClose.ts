@@ -5,6 +5,8 @@ export const lingerMs = 1000
 /** How much it reads at most: the largest body a default route takes (a photo, 8 MiB). */
 export const lingerBytes = 8 * 1024 * 1024
 
+const lingering = new WeakSet<IncomingMessage>()
+
 /**
  * A lingering close, as nginx and Apache do. A call answered before its body was read
  * closes its connection (closeUnreadStage); node:http would destroy the socket as soon
@@ -18,6 +20,9 @@ export const lingerBytes = 8 * 1024 * 1024
  * dumps it and no byte would be counted.
  */
 export function lingerOnClose(request: IncomingMessage): void {
+  // Once per request: a 404 with a body is set lingering before its pipeline runs, and checked again after it.
+  if (lingering.has(request)) return
+  lingering.add(request)
   const socket = request.socket
   let dropped = 0
   let timer: NodeJS.Timeout | undefined

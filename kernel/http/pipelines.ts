@@ -139,7 +139,7 @@ function watching(observer: Stage, report: (error: unknown) => void): Stage {
   }
 }
 
-function announcesBody(request: IncomingMessage): boolean {
+export function announcesBody(request: IncomingMessage): boolean {
   const length = request.headers['content-length']
   return length === undefined ? request.headers['transfer-encoding'] !== undefined : length !== '0'
 }

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net'
 import type { Config } from '../boot/config.ts'
 import type { RouteTable } from './router.ts'
 import { Exchange, type Answer } from './exchange.ts'
-import { noRoute, type Pipelines } from './pipelines.ts'
+import { announcesBody, noRoute, type Pipelines } from './pipelines.ts'
 import { errorAnswer, plainText } from './failure.ts'
 import { timedOutSocket } from './stages/readBody.ts'
 import { lingerMs, lingerOnClose } from './lingeringClose.ts'
@@ -96,12 +96,20 @@ export function createServer(options: HttpServerOptions): HttpServer {
     // The absolute form (`GET http://host/v1.0/...`, RFC 9112 3.2.2, as sent through a
     // forward proxy): signed, routed and logged as its origin form, the path a client signs.
     if (request.url !== undefined && request.url.charCodeAt(0) !== 47) request.url = originForm(request.url)
-    if (outsideBasePath?.(request, response)) return
     const url = request.url ?? '/'
     const queryAt = url.indexOf('?')
     // The signed path is what follows the base path as sent; a base path spelt with
     // %-escapes (which the router decodes) would leave it cut mid-escape, so it routes nowhere.
     const mounted = underBasePath(url) ? routes.find(request.method ?? 'GET', queryAt === -1 ? url : url.slice(0, queryAt)) : null
+    // Only a route reads a body: a 404 (no route, a wrong method), a health probe and the
+    // console's files answer without it. node:http would then drain it to keep the
+    // connection, for as long as the client sends; it closes instead, what still comes
+    // read and dropped within the lingering bounds, as for a refused call.
+    if (mounted === null && announcesBody(request)) {
+      response.shouldKeepAlive = false
+      lingerOnClose(request)
+    }
+    if (outsideBasePath?.(request, response)) return
     const exchange = new Exchange(request, mounted ?? noRoute, basePathLength, clock())
     let continued = false
     if (expectsContinue) {
