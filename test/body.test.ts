@@ -140,6 +140,14 @@ t.test('formats (D12)', (t) =>
     t.equal(await formatFor('application/*'), 'application/json', 'application/* covers json and xml: the key format')
     t.equal(await formatFor('text/*'), 'text/csv', 'text/* covers csv (and text/xml)')
     t.equal(await formatFor('text/*, text/csv;q=0'), 'application/xml', 'text/* with csv refused: XML')
+    // q=0 on a wildcard refuses what it covers, unless a more specific range names it.
+    t.equal(await formatFor('application/*;q=0'), 'text/csv', 'application/*;q=0 refuses json and xml')
+    t.equal(await formatFor('*/*;q=0, text/csv'), 'text/csv', 'a full type beats the refusing any-type range')
+    t.equal(await formatFor('application/*;q=0, application/xml;q=0.5'), 'application/xml')
+    for (const accept of ['*/*;q=0', 'application/*;q=0, text/csv;q=0', 'text/*;q=0, application/json;q=0']) {
+      const refused = await service.call('GET', '/Probe/Echo', { headers: { accept } })
+      t.equal(`${refused.status} ${refused.text}`, '406 Error: The Accept header refuses every format of this service (json, xml, csv).', accept)
+    }
     const noneOfOurs = await service.call('GET', '/Probe/Echo', { headers: { accept: 'application/json;q=0, application/xml;q=0, text/csv;q=0' } })
     t.equal(noneOfOurs.status, 406, 'all three refused: not forced on the client')
     t.equal(noneOfOurs.text, 'Error: The Accept header refuses every format of this service (json, xml, csv).')

@@ -30,16 +30,22 @@ const acceptRanges: Record<string, readonly ResponseFormat[]> = {
   '*/*': ['json', 'xml', 'csv'],
 }
 
+/** How specific a media range is: a full type over `type/*` over the any-type range (RFC 9110 12.5.1). */
+function specificity(mediaType: string): number {
+  return mediaType === '*/*' ? 0 : mediaType.endsWith('/*') ? 1 : 2
+}
+
 /**
  * The format an Accept header prefers among ours (RFC 9110 12.5.1): the highest q,
- * the first listed on a tie; q=0 on a full type means "not this one" (the specific
- * range wins over a wildcard); a wildcard range (the any-type range, `application/*`, `text/*`)
- * stands for the key's own format when it covers it and that is not refused, else for
- * the first it covers that is not. Null when it names none of ours (the key's format
- * then applies); 406 when it refuses all three.
+ * the first listed on a tie; q=0 means "not this one" where the most specific range
+ * naming a format says it, so the any-type range or `application/*` with q=0 refuse
+ * what they cover unless a more specific range names it (with `text/csv` too: csv); a wildcard
+ * range (the any-type range, `application/*`, `text/*`) stands for the key's own format
+ * when it covers it and that is not refused, else for the first it covers that is not.
+ * Null when it names none of ours (the key's format then applies); 406 when it refuses all three.
  */
 function acceptedFormat(accept: string, keyFormat: ResponseFormat): ResponseFormat | null {
-  const ranges: { covers: readonly ResponseFormat[]; wildcard: boolean; quality: number }[] = []
+  const ranges: { covers: readonly ResponseFormat[]; rank: number; quality: number }[] = []
   for (const range of accept.toLowerCase().split(',')) {
     const [type, ...parameters] = range.split(';')
     const mediaType = type.trim()
@@ -50,9 +56,15 @@ function acceptedFormat(accept: string, keyFormat: ResponseFormat): ResponseForm
       const [name, value] = parameter.split('=')
       if (name.trim() === 'q') quality = Number(value?.trim())
     }
-    if (quality >= 0 && quality <= 1) ranges.push({ covers, wildcard: mediaType.endsWith('/*'), quality })
+    if (quality >= 0 && quality <= 1) ranges.push({ covers, rank: specificity(mediaType), quality })
   }
-  const refused = new Set(ranges.filter((range) => range.quality === 0 && !range.wildcard).map((range) => range.covers[0]))
+  // A format is refused when the most specific ranges naming it all say q=0.
+  const refused = new Set<ResponseFormat>()
+  for (const format of acceptRanges['*/*']) {
+    const naming = ranges.filter((range) => range.covers.includes(format))
+    const rank = Math.max(...naming.map((range) => range.rank))
+    if (naming.length > 0 && naming.every((range) => range.rank < rank || range.quality === 0)) refused.add(format)
+  }
   const pick = (covers: readonly ResponseFormat[]) => (covers.includes(keyFormat) && !refused.has(keyFormat) ? keyFormat : covers.find((format) => !refused.has(format)))
   let best: ResponseFormat | null = null
   let bestQuality = 0
