@@ -1,4 +1,4 @@
-import { badRequest, isUniqueViolation, notFound, schemaCheck, sql, type KernelServices } from '../../kernel/sdk.ts'
+import { badRequest, isUniqueViolation, notFound, retryOnDeadlock, schemaCheck, sql, type KernelServices } from '../../kernel/sdk.ts'
 import { columnsFromInput, editableFields, personFieldProperties, recordColumns, rememberingHttpDate, type PersonColumns, type PersonInput, type RecordRow } from './fields.ts'
 import { custnoFor } from './queries.ts'
 import { rowsPerStatement, type BulkRow, type BulkWriter } from './bulkWrite.ts'
@@ -190,8 +190,12 @@ export async function importBatch(
   try {
     // READ COMMITTED on MySQL: the MaxPeople count below must see people committed after
     // this transaction's first read (the room check's lock orders the writers).
-    const transaction = writes.readCommitted ? db.transaction().setIsolationLevel('read committed') : db.transaction()
-    return await transaction.execute(async (trx) => {
+    const transaction = () => writes.readCommitted ? db.transaction().setIsolationLevel('read committed') : db.transaction()
+    // Two batches (of two imports) inserting the same new Source_Ids in different orders can
+    // deadlock on MySQL's unique index; the victim is neither the client's fault nor an
+    // outage (it was answered 503): rolled back whole, it runs again and meets the rows the
+    // other batch committed.
+    return await retryOnDeadlock(() => transaction().execute(async (trx) => {
       // Counting the batch first also locks the import's row (MySQL), so two batches of
       // one import take turns, and a batch racing importterm cannot land after it.
       const counted = await trx.updateTable('people_imports').set((eb) => ({ batches: eb('batches', '+', 1) }))
@@ -276,7 +280,7 @@ export async function importBatch(
         touchedCustnos: [...touched],
         replacedPhotos,
       }
-    })
+    }))
   } catch (error) {
     if (isUniqueViolation(error)) {
       throw badRequest('Another import or change wrote one of these Source_Ids at the same moment; nothing of this batch was written, send it again.')
