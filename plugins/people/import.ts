@@ -303,13 +303,22 @@ export interface FinishResult {
  * column, not a row per delivered person, keeps 100,000-people imports fast.
  * `people.import.finished` (issue 17) is emitted in the same transaction.
  */
-export async function finishImport(db: PeopleDb, scope: Scope, importId: number, now: number, today: string, records: StoredRecords, events?: KernelServices['events']): Promise<FinishResult> {
+export async function finishImport(db: PeopleDb, scope: Scope, importId: number, now: number, today: string, records: StoredRecords, events?: KernelServices['events'], readCommitted = false): Promise<FinishResult> {
   const started = await openImport(db, scope, importId)
   if (Number(started.added) + Number(started.changed) + Number(started.unchanged) === 0) {
     // An empty roster would terminate everyone; that is far more likely a broken export than the truth.
     throw badRequest(`Import ${importId} has received no people; refusing to terminate everyone in your scope.`)
   }
-  return db.transaction().execute(async (trx) => {
+  // READ COMMITTED on MySQL: the lock below then waits only for the rows it matches.
+  const transaction = () => readCommitted ? db.transaction().setIsolationLevel('read committed') : db.transaction()
+  return retryOnDeadlock(() => transaction().execute(async (trx) => {
+    // First lock the parent's open imports (a no-op update locks the rows it matches), as
+    // every batch locks its own import's row first: a batch in flight finishes before the
+    // terminating update below walks the people it writes, and one sent meanwhile waits.
+    // Without it the two took people's locks in opposite orders, and MariaDB's deadlock
+    // victim (this update, again on every rerun) was answered 503. SQLite has one writer.
+    await trx.updateTable('people_imports').set((eb) => ({ batches: eb.ref('batches') }))
+      .where('parent', '=', scope.parent).where('finished', 'is', null).execute()
     const finished = await trx.updateTable('people_imports').set({ finished: now })
       .where('id', '=', importId).where('finished', 'is', null).executeTakeFirst()
     if (Number(finished.numUpdatedRows) !== 1) throw badRequest(`Import ${importId} is already finished.`)
@@ -345,5 +354,5 @@ export async function finishImport(db: PeopleDb, scope: Scope, importId: number,
       },
       touchedCustnos: custnos.map((row) => Number(row.custno)),
     }
-  })
+  }))
 }

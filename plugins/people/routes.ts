@@ -267,7 +267,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       async handler(call) {
         const scope = scopeOf(call.caller)
         const now = kernel.clock()
-        const { answer, touchedCustnos } = await finishImport(db, scope, call.body.ImportId, now, await tenantToday(scope, now), records, kernel.events)
+        const { answer, touchedCustnos } = await finishImport(db, scope, call.body.ImportId, now, await tenantToday(scope, now), records, kernel.events, kernel.dialect === 'mysql')
         if (touchedCustnos.length > 0) dropCachedListings(kernel, scope.parent, touchedCustnos)
         return answer
       },
