@@ -190,6 +190,24 @@ t.test('a Source_Id with trailing spaces is the same Source_Id', (t) =>
   }),
 )
 
+// docs/people.md: a removed person stays removed when an import delivers them again.
+t.test('an import that delivers a removed person changes their fields and keeps them removed', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    const first = (await service.call('POST', '/people/update/importinit', { body: {} })).json.ImportId
+    t.match((await service.call('POST', '/people/update/importmass', { body: { ImportId: first, People: [{ Source_Id: 'R1', LastName: 'Removed' }, { Source_Id: 'R2', LastName: 'Kept' }] } })).json, { Added: 2 })
+    const listed = (await service.call('GET', '/People/Read/Missing')).json.People
+    const removed = listed.find((person: { Source_Id: string }) => person.Source_Id === 'R1')
+    t.equal((await service.call('POST', '/People/Update/OneRemove', { body: { Id: removed.Id } })).status, 200)
+    const second = (await service.call('POST', '/people/update/importinit', { body: {} })).json.ImportId
+    t.match((await service.call('POST', '/people/update/importmass', { body: { ImportId: second, People: [{ Source_Id: 'R1', LastName: 'Again' }, { Source_Id: 'R2', LastName: 'Kept' }] } })).json, { Changed: 1, Unchanged: 1 })
+    t.same((await service.call('GET', '/People/Read/Missing')).json.People.map((person: { Source_Id: string }) => person.Source_Id), ['R2'], 'not listed again')
+    const all = (await service.call('POST', '/people/read/list', { body: { IncludeDeleted: 1 } })).json.People
+    t.match(all.find((person: { Source_Id: string }) => person.Source_Id === 'R1'), { LastName: 'Again', Deleted: 1 })
+    t.match((await service.call('POST', '/People/Update/OneRecall', { body: { Id: removed.Id } })).json, { LastName: 'Again', Deleted: 0 })
+  }),
+)
+
 // docs/people.md: "an empty cell clears that field". A CSV cell is never null, so an empty
 // Gender cell (and JSON's "") must clear Gender to its default U, not reject the row.
 t.test('an empty Gender cell or "" clears Gender (U), in CSV and JSON', (t) =>
