@@ -49,6 +49,23 @@ t.test('GET /Access/Level/List in json, xml and csv', (t) =>
   }),
 )
 
+t.test('x-LogLevel is any whole number: 100 and 002 are level 2, as a key\'s LogLevel of 100 is', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind })
+    for (const header of ['100', '002', '12345678901234567890']) {
+      const made = await service.call('GET', '/Api/Read/Acl', { headers: { 'x-LogLevel': header } })
+      t.equal(made.status, 200)
+      const read = await service.call('POST', '/Api/Read/Log', { body: { LogRequestId: Number(made.headers.get('x-requestid')) } })
+      t.equal(read.status, 200)
+      t.equal(read.json.Request_Url, '/v1.0/Api/Read/Acl', `x-LogLevel ${header} stores the details`)
+    }
+    // Not a whole number: ignored, the key's own level (0) holds.
+    const odd = await service.call('GET', '/Api/Read/Acl', { headers: { 'x-LogLevel': '2.5' } })
+    const kept = await service.call('POST', '/Api/Read/Log', { body: { LogRequestId: Number(odd.headers.get('x-requestid')) } })
+    t.equal(kept.json.Request_Url, null)
+  }),
+)
+
 t.test('each level stores exactly what the list says (a successful call read back)', (t) =>
   forEachDatabase(t, async (t, kind) => {
     const service = await startService(t, { kind })

@@ -16,11 +16,13 @@ const maxStoredBody = 64 * 1024
 /**
  * The effective log level (D8): the x-LogLevel header if it is a whole number, else the
  * key's LogLevel. A malformed header is ignored rather than refused: logging is the
- * caller's convenience, not part of the call.
+ * caller's convenience, not part of the call. Any whole number counts, however many
+ * digits (`100` or `002`, as a key's LogLevel may be 100): levels above 2 act as 2, so
+ * the level is capped there, which also keeps a long run of digits a small number.
  */
 export function logLevelOf(exchange: Exchange): number {
   const header = exchange.request.headers['x-loglevel']
-  if (typeof header === 'string' && /^\d{1,2}$/.test(header.trim())) return Number(header)
+  if (typeof header === 'string' && /^\d+$/.test(header.trim())) return Math.min(Number(header), 2)
   return exchange.caller.logLevel
 }
 
