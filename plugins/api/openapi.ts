@@ -45,8 +45,8 @@ const logLevelParameter = {
   in: 'header',
   required: false,
   description: 'The log level of this call (D8), instead of the key\'s LogLevel: 0 minimal, 1 medium, 2 and above full details (levels above 2 act as 2). '
-    + 'A value that is not a whole number of one or two digits is ignored, not refused. Read the record with `POST /Api/Read/Log` and this call\'s x-RequestID.',
-  schema: { type: 'integer', minimum: 0, maximum: 99 },
+    + 'A value that is not a whole number is ignored, not refused. Read the record with `POST /Api/Read/Log` and this call\'s x-RequestID.',
+  schema: { type: 'integer', minimum: 0 },
 }
 
 const sharedHeaders = {
