@@ -144,6 +144,7 @@ t.test('formats (D12)', (t) =>
     t.equal(await formatFor('application/*;q=0'), 'text/csv', 'application/*;q=0 refuses json and xml')
     t.equal(await formatFor('*/*;q=0, text/csv'), 'text/csv', 'a full type beats the refusing any-type range')
     t.equal(await formatFor('application/*;q=0, application/xml;q=0.5'), 'application/xml')
+    t.equal(await formatFor('image/png'), 'application/json', 'an Accept naming none of ours: the key format (README)')
     for (const accept of ['*/*;q=0', 'application/*;q=0, text/csv;q=0', 'text/*;q=0, application/json;q=0']) {
       const refused = await service.call('GET', '/Probe/Echo', { headers: { accept } })
       t.equal(`${refused.status} ${refused.text}`, '406 Error: The Accept header refuses every format of this service (json, xml, csv).', accept)
