@@ -2,7 +2,8 @@
  * Cluster mode (`workers` > 1): one primary process and N workers on one port
  * (node:cluster). What must agree across workers goes through the primary over IPC:
  * rate-limit counts (the primary holds the only counters) and cache invalidations
- * (a key edited on one worker is forgotten on all at once).
+ * (a key edited on one worker is forgotten on all at once: the edit answers once every
+ * other worker said it applied the change, as with Redis).
  */
 import cluster, { type Worker } from 'node:cluster'
 import { RateLimiterRes } from 'rate-limiter-flexible'
@@ -14,14 +15,26 @@ export type Invalidation = { kind: 'partition'; partition: string } | { kind: 'k
 export interface ClusterLink {
   broadcast(invalidation: Invalidation): void
   onInvalidation(handler: (invalidation: Invalidation) => void): void
+  /** The broadcasts not yet applied by every other worker (undefined when none), for the publishChanges stage. */
+  inFlight(): Promise<void> | undefined
   limiters: LimiterFactory
 }
+
+/**
+ * How long an edit waits for its siblings at most: a hung worker cannot hold edits
+ * (the database's change stamp still reaches it within a few seconds).
+ */
+const ackTimeoutMs = 1000
 
 type LimiterOperation = 'consume' | 'giveBack' | 'get'
 /** `windowEnd`: of a give-back, the window the point was taken in (the primary's CountedRes.windowEnd). */
 interface LimiterRequest { type: 'keygate:limit'; id: number; operation: LimiterOperation; points: number; duration: number; keyPrefix: string; key: string | number; amount: number; windowEnd?: number }
 interface LimiterReply { type: 'keygate:limit-reply'; id: number; result: (ReturnType<RateLimiterRes['toJSON']> & { windowEnd?: number }) | null; refused: boolean }
-interface BroadcastMessage { type: 'keygate:invalidate'; invalidation: Invalidation }
+/** Worker -> primary -> every other worker; each of them answers an ack, and the primary tells the sender `done` once all did. */
+interface BroadcastMessage { type: 'keygate:invalidate'; id: number; invalidation: Invalidation }
+interface BroadcastAck { type: 'keygate:invalidate-ack'; id: number; origin: number }
+interface BroadcastDone { type: 'keygate:invalidate-done'; id: number }
+interface RelayedMessage extends BroadcastMessage { origin: number }
 
 /** A consume's answer keeps the window it names, so a give-back through this worker's limiter reaches that window only. */
 function revive(json: NonNullable<LimiterReply['result']>, limiter: WindowLimiter): RateLimiterRes {
@@ -35,8 +48,12 @@ export function workerLink(): ClusterLink {
   let nextId = 0
   const waiting = new Map<number, { limiter: WindowLimiter; resolve: (result: RateLimiterRes | null) => void; reject: (result: RateLimiterRes) => void }>()
   const handlers: ((invalidation: Invalidation) => void)[] = []
-  process.on('message', (message: LimiterReply | BroadcastMessage) => {
-    if (message?.type === 'keygate:limit-reply') {
+  let nextBroadcast = 0
+  const broadcasts = new Map<number, () => void>()
+  process.on('message', (message: LimiterReply | RelayedMessage | BroadcastDone) => {
+    if (message?.type === 'keygate:invalidate-done') {
+      broadcasts.get(message.id)?.()
+    } else if (message?.type === 'keygate:limit-reply') {
       const pending = waiting.get(message.id)
       if (!pending) return
       waiting.delete(message.id)
@@ -45,6 +62,7 @@ export function workerLink(): ClusterLink {
       else pending.resolve(result)
     } else if (message?.type === 'keygate:invalidate') {
       for (const handler of handlers) handler(message.invalidation)
+      process.send!({ type: 'keygate:invalidate-ack', id: message.id, origin: message.origin } satisfies BroadcastAck)
     }
   })
   const ask = (limiter: WindowLimiter, request: Omit<LimiterRequest, 'type' | 'id'>) =>
@@ -53,8 +71,26 @@ export function workerLink(): ClusterLink {
       waiting.set(id, { limiter, resolve, reject })
       process.send!({ type: 'keygate:limit', id, ...request } satisfies LimiterRequest)
     })
+  const pending = new Set<Promise<void>>()
   return {
-    broadcast: (invalidation) => process.send!({ type: 'keygate:invalidate', invalidation } satisfies BroadcastMessage),
+    // The call that made the change answers only once the siblings applied it (publishChanges
+    // stage): otherwise the next call, on another worker, could still pass with a disabled key.
+    broadcast: (invalidation) => {
+      const id = nextBroadcast++
+      const applied = new Promise<void>((resolve) => {
+        const timer = setTimeout(() => done(), ackTimeoutMs)
+        const done = () => {
+          clearTimeout(timer)
+          broadcasts.delete(id)
+          resolve()
+        }
+        broadcasts.set(id, done)
+      })
+      pending.add(applied)
+      void applied.then(() => pending.delete(applied))
+      process.send!({ type: 'keygate:invalidate', id, invalidation } satisfies BroadcastMessage)
+    },
+    inFlight: () => (pending.size === 0 ? undefined : Promise.all([...pending]).then(() => undefined)),
     onInvalidation: (handler) => handlers.push(handler),
     limiters: (options): WindowLimiter => {
       const limiter: WindowLimiter = {
@@ -78,9 +114,32 @@ export function servePrimary(clock: () => number = Date.now): void {
     if (!limiter) limiters.set(name, (limiter = new MemoryWindowLimiter(request.points, request.duration * 1000, clock)))
     return limiter
   }
-  cluster.on('message', (worker: Worker, message: LimiterRequest | BroadcastMessage) => {
+  // Each relayed broadcast (by sender worker id and its own id): the workers that have yet to apply it.
+  const relayed = new Map<string, { origin: Worker; id: number; waitingFor: Set<number> }>()
+  const settle = (name: string) => {
+    const entry = relayed.get(name)!
+    if (entry.waitingFor.size > 0) return
+    relayed.delete(name)
+    if (entry.origin.isConnected()) entry.origin.send({ type: 'keygate:invalidate-done', id: entry.id } satisfies BroadcastDone)
+  }
+  // A worker that exits owes no more acknowledgements.
+  cluster.on('exit', (worker: Worker) => {
+    for (const [name, entry] of relayed) if (entry.waitingFor.delete(worker.id)) settle(name)
+  })
+  cluster.on('message', (worker: Worker, message: LimiterRequest | BroadcastMessage | BroadcastAck) => {
     if (message?.type === 'keygate:invalidate') {
-      for (const other of Object.values(cluster.workers ?? {})) if (other && other !== worker) other.send(message)
+      const name = `${worker.id}:${message.id}`
+      const others = Object.values(cluster.workers ?? {}).filter((other): other is Worker => other !== undefined && other !== worker && other.isConnected())
+      relayed.set(name, { origin: worker, id: message.id, waitingFor: new Set(others.map((other) => other.id)) })
+      for (const other of others) other.send({ ...message, origin: worker.id } satisfies RelayedMessage)
+      settle(name)
+      // The sender stops waiting after ackTimeoutMs; so does this entry, whatever a hung worker owes.
+      setTimeout(() => relayed.delete(name), ackTimeoutMs).unref()
+      return
+    }
+    if (message?.type === 'keygate:invalidate-ack') {
+      const name = `${message.origin}:${message.id}`
+      if (relayed.get(name)?.waitingFor.delete(worker.id)) settle(name)
       return
     }
     if (message?.type !== 'keygate:limit') return

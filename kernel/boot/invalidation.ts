@@ -57,3 +57,14 @@ export function invalidation(
     return Promise.resolve()
   }
 }
+
+/**
+ * What the call that made a change waits for before it answers (publishChanges stage):
+ * the Redis publish and its acknowledgements, or else in cluster mode the other
+ * workers' acknowledgements, so that the next call on any process sees the change.
+ */
+export function changesInFlight(redis: RedisInvalidation | undefined, cluster: ClusterLink | undefined): (() => Promise<void> | undefined) | undefined {
+  if (redis) return () => redis.inFlight()
+  if (cluster) return () => cluster.inFlight()
+  return undefined
+}

@@ -23,7 +23,7 @@ import { CallLog } from '../callLog/callLog.ts'
 import { withSharedAnswers } from '../callLog/sharedAnswers.ts'
 import { createServer } from '../http/server.ts'
 import type { ClusterLink } from './cluster.ts'
-import { invalidation, keyPartition } from './invalidation.ts'
+import { changesInFlight, invalidation, keyPartition } from './invalidation.ts'
 import { buildPipelines } from '../http/pipelines.ts'
 import { AccessStamp, accessStampEveryMs } from '../cluster/accessStamp.ts'
 import { recordChange } from '../audit/auditTrail.ts'
@@ -261,7 +261,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     ...(config.metrics && config.metrics.port !== 0 ? [metrics.stage()] : []),
     accessLogStage(logger, config.log.access ?? 'errors', proxies.clientAddress),
   ]
-  const pipelines = buildPipelines({ config, keys, rateLimits, credits, requestIds, callLog, cache, replayGuard, signatures, idempotency, daySecret, clock, report, proxies, observers, publishing: redisInvalidation && (() => redisInvalidation.inFlight()) })
+  const pipelines = buildPipelines({ config, keys, rateLimits, credits, requestIds, callLog, cache, replayGuard, signatures, idempotency, daySecret, clock, report, proxies, observers, publishing: changesInFlight(redisInvalidation, options.cluster) })
   const health = healthResponder({ ping: () => sql`select 1`.execute(db), logQueue: () => ({ queued: callLog.queued, max: config.log.queueMax }), closing: () => closing !== null,
     degraded: redis ? () => (redis.reachable ? null : 'redis unreachable; rate limits per process') : undefined })
   const staticFiles = staticFilesResponder(mounts)

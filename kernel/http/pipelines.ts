@@ -46,7 +46,7 @@ export interface PipelineParts {
   proxies: ProxyTrust
   /** Stages with only an after phase that watch every call (metrics, access lines); their failures are reported, never the call's. */
   observers?: Stage[]
-  /** With Redis: the cache invalidations still being published (undefined when none). */
+  /** With Redis or cluster workers: the cache invalidations other processes have yet to apply (undefined when none). */
   publishing?: () => Promise<void> | undefined
 }
 
