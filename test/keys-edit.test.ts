@@ -9,6 +9,7 @@ import type { KeyFields } from '../kernel/auth/keyIssuer.ts'
 import { insertKey, keyTestGroups } from './helpers/keys.ts'
 import type { SigningKey } from '../kernel/auth/signature.ts'
 import { httpDate } from '../kernel/auth/apiDate.ts'
+import { createConnection } from 'mysql2/promise'
 
 interface EditFixture {
   service: Service
@@ -231,5 +232,32 @@ t.test('a key works from StartDate up to, not including, EndDate', (t) =>
     t.equal((await edit({ KeyId: future.id, EndDate: httpDate(clock.now) })).status, 200, 'disabling a key that has not started yet is allowed')
     t.equal((await edit({ KeyId: key.id, EndDate: null })).status, 200, 'an expired key comes back when EndDate is cleared')
     t.equal((await service.call('GET', '/Api/Read/Acl', { key })).status, 200)
+  }),
+)
+
+t.test('a key disabled while a call is loading it is not kept loaded', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    // The race is staged by making the load wait for a table lock between its queries:
+    // SQLite's readers never wait (WAL), so only MariaDB can show it.
+    if (kind === 'sqlite') return void t.pass('staged on MariaDB only: SQLite readers never wait for a lock')
+    const { service, create, edit, clock } = await editFixture(t, kind)
+    const key = await create({ Display_Name: 'Loading' })
+    const locker = await createConnection(service.config.databaseUrl!)
+    t.teardown(() => locker.end())
+    // The call reads the key's row, then waits for its groups behind the lock.
+    await locker.query('LOCK TABLES api_key_groups WRITE')
+    const loading = service.call('GET', '/Api/Read/Acl', { key })
+    for (let tries = 0; ; tries++) {
+      const [rows] = await locker.query('SHOW FULL PROCESSLIST') as unknown as [{ State: string | null; Info: string | null }[]]
+      if (rows.some((row) => /api_key_groups/.test(row.Info ?? '') && /lock/i.test(row.State ?? ''))) break
+      if (tries === 100) throw new Error('the call never waited for the lock')
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    t.equal((await edit({ KeyId: key.id, EndDate: httpDate(clock.now) })).status, 200, 'disabled while the call loads the key')
+    await locker.query('UNLOCK TABLES')
+    t.equal((await loading).status, 200, 'the call that began before the disable answers as it began')
+    const next = await service.call('GET', '/Api/Read/Acl', { key })
+    t.equal(next.status, 401, 'the next call reads the key again: what the load read before the disable was not kept')
+    t.equal(next.text, 'Error: Unknown or inactive API key.')
   }),
 )

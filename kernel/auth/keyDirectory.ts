@@ -72,6 +72,13 @@ export class KeyDirectory {
   private readonly quotasByTenant: LRUCache<string, readonly TenantQuota[]>
   private publicAcl: AclEntry[] = []
   private publicLoadedAt = 0
+  /**
+   * Bumped by every forget: a load that began before one may have read the row as it was
+   * before the change (its queries are not one transaction), so it answers its own call
+   * but caches nothing. Without this a key disabled while a call was loading it stayed
+   * loaded, and working, for the whole TTL.
+   */
+  private epoch = 0
 
   constructor(
     private readonly db: Kysely<CoreTables>,
@@ -104,9 +111,10 @@ export class KeyDirectory {
     const cached = this.records.get(apiKey)
     if (cached !== undefined) return cached
     if (apiKey.length > 64) return false
+    const epoch = this.epoch
     const row = await this.db.selectFrom('api_keys').selectAll().where('api_key', '=', apiKey).executeTakeFirst()
     if (!row) {
-      this.records.set(apiKey, false, { ttl: 5000 })
+      if (this.epoch === epoch) this.records.set(apiKey, false, { ttl: 5000 })
       return false
     }
     const keyId = Number(row.id)
@@ -144,6 +152,7 @@ export class KeyDirectory {
       ? { secret: this.secrets.open(row.prev_secret_enc, row.api_key), ends: Number(row.prev_secret_ends) }
       : null
     const record: AuthRecord = { caller, secret: this.secrets.open(row.secret_enc, row.api_key), profile, previous }
+    if (this.epoch !== epoch) return record
     this.records.set(apiKey, record, { ttl: this.ttlSeconds * 1000 })
     this.apiKeyById.set(keyId, apiKey)
     return record
@@ -153,6 +162,7 @@ export class KeyDirectory {
     const name = groupIds.join(',')
     const known = this.profiles.get(name)
     if (known) return known
+    const epoch = this.epoch
     const rows = groupIds.length === 0 ? [] : await this.db
       .selectFrom('api_group_acl as ga')
       .innerJoin('api_acl as a', 'a.id', 'ga.acl_id')
@@ -168,7 +178,7 @@ export class KeyDirectory {
       acl.push(entry)
     }
     const profile: AccessProfile = { groupIds: Object.freeze(groupIds), acl: Object.freeze(acl), aclByRoute: new Map() }
-    this.profiles.set(name, profile)
+    if (this.epoch === epoch) this.profiles.set(name, profile)
     return profile
   }
 
@@ -190,6 +200,7 @@ export class KeyDirectory {
     const name = `${parent}:${custno}`
     let quotas = this.quotasByTenant.get(name)
     if (quotas !== undefined) return quotas
+    const epoch = this.epoch
     const rows = await this.db.selectFrom('tenant_entitlements').select(['custno', 'max_hits'])
       .where('parent', '=', parent).where('custno', 'in', [...new Set([custno, 0])])
       .where('max_hits', 'is not', null).execute()
@@ -200,18 +211,20 @@ export class KeyDirectory {
       if (windows.length > 0 && !found.some((quota) => quota.custno === tenant)) found.push({ parent, custno: tenant, windows })
     }
     quotas = Object.freeze(found)
-    this.quotasByTenant.set(name, quotas)
+    if (this.epoch === epoch) this.quotasByTenant.set(name, quotas)
     return quotas
   }
 
   /** Drops a key's record now (it was edited, disabled or its groups changed). */
   forget(keyId: number): void {
+    this.epoch++
     const apiKey = this.apiKeyById.get(keyId)
     if (apiKey !== undefined) this.records.delete(apiKey)
   }
 
   /** Drops every record (an ACL entry or group changed). */
   forgetAll(): void {
+    this.epoch++
     this.records.clear()
     this.apiKeyById.clear()
     this.profiles.clear()
