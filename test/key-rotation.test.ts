@@ -88,6 +88,29 @@ t.test('rotation with an overlap, a second rotation, and the log naming the secr
   }),
 )
 
+t.test('the old secret stops at the very second OldSecretEnds shows, when rotated mid-second', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const whole = Math.floor(Date.now() / 1000) * 1000
+    const clock = { now: whole + 400 }
+    const service = await startService(t, { kind, clock: () => clock.now })
+    const groups = await keyTestGroups(service)
+    const created = await service.call('POST', '/Api/Create/Key', { body: { Display_Name: 'Mid-second', GroupId: groups.aclReader, Require_Https: 0 }, today: true })
+    t.equal(created.status, 200, created.text)
+    const original: SigningKey = { apiKey: created.json.Api_Key, secret: created.json.Api_Secret }
+    const at = () => new Date(clock.now).toISOString()
+    const rotated = await service.call('POST', '/Api/Rotate/Key', { body: { KeyId: created.json.Id, OldSecretValidFor: 3 }, today: true, date: at() })
+    t.equal(rotated.status, 200, rotated.text)
+    // 3 s from x.400 ends within second x+3; the overlap is kept whole up to x+4, the date shown.
+    t.equal(rotated.json.OldSecretEnds, httpDate(whole + 4000))
+    clock.now = whole + 3999
+    t.equal((await service.call('GET', '/Api/Read/Acl', { key: original, date: at() })).status, 200, 'valid until the date shown')
+    clock.now = whole + 4000
+    const late = await service.call('GET', '/Api/Read/Acl', { key: original, date: at() })
+    t.equal(late.status, 401, 'refused from the very second shown')
+    t.equal(late.text, signatureRefused)
+  }),
+)
+
 t.test('bad rotations are 4xx and change nothing', (t) =>
   forEachDatabase(t, async (t, kind) => {
     const service = await startService(t, { kind })

@@ -193,7 +193,9 @@ export class KeyAdministration {
         const changes = {
           secret_enc: this.secrets.seal(secret, row.api_key),
           prev_secret_enc: oldSecretValidForMs > 0 ? row.secret_enc : null,
-          prev_secret_ends: now + oldSecretValidForMs,
+          // Up to a whole second: OldSecretEnds is shown as an HTTP-date (whole seconds), and
+          // the old secret must stop exactly then, not up to a second after the date shown.
+          prev_secret_ends: Math.ceil((now + oldSecretValidForMs) / 1000) * 1000,
           updated_at: now,
         }
         await trx.updateTable('api_keys').set(changes).where('id', '=', keyId).execute()
