@@ -125,3 +125,37 @@ t.test('a receiver that never answers holds up no other webhook: its sends are b
     t.ok(took < 1000, `the other webhook's delivery went within a poll or so (${took} ms; the hanging sends time out after 4000 ms)`)
     t.equal(mostOpen, 6, 'at most 2 sends in flight per webhook')
   }))
+
+t.test('a receiver that never answers does not hold the service stop: the send is cut short and retried after the restart, same webhook-id', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    // timeoutMs is long, so only the stop itself can end the attempt within the test.
+    const service = await startService(t, { kind, config: { ...fastWebhooks, webhooks: { ...fastWebhooks.webhooks!, timeoutMs: 60_000 } } })
+    const ids: string[] = []
+    let answer = false
+    const receiver = createServer((request, response) => {
+      ids.push(String(request.headers['webhook-id']))
+      request.resume()
+      if (answer) response.writeHead(204).end()
+    })
+    await new Promise<void>((done) => receiver.listen(0, '127.0.0.1', done))
+    t.teardown(() => {
+      receiver.closeAllConnections()
+      receiver.close()
+    })
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+    const groups = await keyTestGroups(service)
+    t.equal((await service.call('POST', '/Api/Create/Webhook', { body: { Url: url, Events: ['key.changed'] }, today: true })).status, 200)
+    const key = await service.call('POST', '/Api/Create/Key', { body: { Display_Name: 'Hung', GroupId: [groups.aclReader], Require_Https: 0 }, today: true })
+    t.equal((await service.call('POST', '/Api/Edit/Key', { body: { KeyId: key.json.Id, Phone: '555' }, today: true })).status, 200)
+    for (let wait = 0; wait < 200 && ids.length === 0; wait++) await settle(20)
+    t.equal(ids.length, 1, 'the receiver took the request and hangs')
+    const stopping = Date.now()
+    answer = true
+    const restarted = await service.restart()
+    t.ok(Date.now() - stopping < 5000, `the stop did not wait for the hanging receiver (${Date.now() - stopping} ms)`)
+    for (let wait = 0; wait < 200 && ids.length < 2; wait++) await settle(20)
+    await settle(200)
+    const [delivery] = (await restarted.call('POST', '/Api/Read/Deliveries', { body: {} })).json.Deliveries
+    t.match(delivery, { Id: ids[0], Status: 'delivered', LastStatus: 204 }, 'delivered after the restart')
+    t.same(new Set(ids), new Set([ids[0]]), 'the same webhook-id on both attempts')
+  }))

@@ -30,6 +30,9 @@ interface Outcome {
   final?: boolean
 }
 
+/** Why an attempt cut short by the service's stop got no answer (retried, same webhook-id). */
+export const stoppedError = 'The service stopped before the receiver answered.'
+
 /** The error of a delivery whose webhook was disabled (its pending deliveries fail, docs/webhooks.md). */
 export const disabledError = 'The webhook is disabled.'
 
@@ -53,6 +56,8 @@ export class WebhookSender {
   /** The sends in flight: delivery id -> its webhook. */
   private readonly inFlight = new Map<string, { webhookId: number; sent: Promise<void> }>()
   private stopped = false
+  /** Aborted by stop: a receiver that never answers must not hold the service's stop for timeoutMs. */
+  private readonly stopping = new AbortController()
 
   constructor(
     private readonly db: Kysely<WebhookTables>,
@@ -172,7 +177,15 @@ export class WebhookSender {
         response.on('error', settle)
       })
       request.on('timeout', () => request.destroy(new Error(`No answer within ${this.settings.timeoutMs} ms.`)))
-      request.on('error', (error: NodeJS.ErrnoException) => done({ status: null, error: error.name === 'AbortError' ? `No answer within ${this.settings.timeoutMs} ms.` : `${error.code ?? 'Error'}: ${error.message}`.slice(0, 500) }))
+      const cutShort = () => request.destroy(new Error(stoppedError))
+      this.stopping.signal.addEventListener('abort', cutShort, { once: true })
+      if (this.stopping.signal.aborted) cutShort() // began while the stop ran: never sent
+      request.on('close', () => this.stopping.signal.removeEventListener('abort', cutShort))
+      request.on('error', (error: NodeJS.ErrnoException) => done({
+        status: null,
+        error: this.stopping.signal.aborted ? stoppedError
+          : error.name === 'AbortError' ? `No answer within ${this.settings.timeoutMs} ms.` : `${error.code ?? 'Error'}: ${error.message}`.slice(0, 500),
+      }))
       request.end(body)
     })
   }
@@ -197,12 +210,17 @@ export class WebhookSender {
     return Math.round(full / 2 + Math.random() * (full / 2))
   }
 
-  /** Stops polling and waits for the poll and the sends in flight (their claims are recorded, not left to expire). */
+  /**
+   * Stops polling, cuts the sends in flight short (each is recorded as an attempt without
+   * an answer and retried later with the same webhook-id, as after a refused connection)
+   * and waits for the poll and those records, so the claims do not wait for their lease.
+   */
   async stop(): Promise<void> {
     this.stopped = true
     if (this.timer) clearInterval(this.timer)
     this.timer = null
     await this.polling
+    this.stopping.abort()
     await Promise.all([...this.inFlight.values()].map(({ sent }) => sent))
   }
 }
