@@ -8,6 +8,7 @@ import t from 'tap'
 import { startService } from './helpers/service.ts'
 import { consoleUrl, screenshot, seriousViolations, signIn, withBrowser } from './helpers/browser.ts'
 import { insertKey, groupNamed } from './helpers/keys.ts'
+import { createGroup } from '../kernel/boot/bootstrap.ts'
 
 const pages = [['keys', 'Keys'], ['access', 'Access'], ['usage', 'Usage'], ['logs', 'Logs'], ['people', 'People'], ['audit', 'Audit'], ['webhooks', 'Webhooks']] as const
 
@@ -45,6 +46,19 @@ t.test('the nav shows only the pages a key may use', (t) => withBrowser(t, async
   const links = await page.getByRole('navigation', { name: 'Pages' }).getByRole('link').allTextContents()
   t.same(links, ['Access'], 'only Access: the key may read its ACL, nothing else the console shows')
   t.notOk(links.includes('Webhooks'), 'no Webhooks entry without the webhooks group')
+}))
+
+t.test('a key that may list its calls but not read one record is offered no record to open', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const historyOnly = await createGroup(service.kernel.database.db, { name: 'History only', paths: [{ path: '/Api/Read/History', displayName: 'Recent calls' }] })
+  const reader = await insertKey(service, {}, [historyOnly, await groupNamed(service, 'Operation list reader')])
+  const page = await browser.newPage()
+  await signIn(page, service, { ...reader })
+  await page.getByRole('link', { name: 'Logs', exact: true }).click()
+  const calls = page.getByRole('region', { name: 'Calls' })
+  await calls.getByText(/calls, page 1 of/).waitFor()
+  t.ok(await calls.getByRole('cell', { name: '/Api/Read/List' }).first().isVisible(), 'its calls are listed')
+  t.equal(await calls.getByRole('button', { name: /^Details of call / }).count(), 0, 'no request id opens a record it would be refused')
 }))
 
 t.test('a query the API refuses shows its error without the results of the query before', (t) => withBrowser(t, async (browser) => {

@@ -5,6 +5,7 @@
  */
 import t from 'tap'
 import { startService } from './helpers/service.ts'
+import { groupNamed } from './helpers/keys.ts'
 import { consoleUrl, screenshot, signIn, withBrowser } from './helpers/browser.ts'
 
 const badRows = new Set([17, 1000, 1999])
@@ -161,4 +162,21 @@ t.test('a file the API would refuse whole is refused before anything is sent', (
   t.equal(listed.json.Total, 0, 'nobody was written')
   const next = await service.call('POST', '/people/update/importinit', { body: {} })
   t.equal(next.json.ImportId, init.json.ImportId + 1, 'no import was opened')
+}))
+
+t.test('a key that may read people but not change them is offered no upload and no import', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  t.equal((await service.call('POST', '/People/Update/OneChange', { body: { FirstName: 'Ada', LastName: 'Lovelace' } })).status, 200)
+  const groups = [await groupNamed(service, 'People directory readers'), await groupNamed(service, 'Operation list reader')]
+  const made = await service.call('POST', '/Api/Create/Key', { body: { Display_Name: 'People reader', GroupId: groups, Require_Https: 0 }, today: true })
+  t.equal(made.status, 200, made.text)
+  const reader = { id: made.json.Id as number, apiKey: made.json.Api_Key as string, secret: made.json.Api_Secret as string }
+  t.equal((await service.call('POST', '/People/Update/OnePhoto', { key: reader, body: { Id: 1, Image: 'data:image/png;base64,AA==' } })).status, 403, 'the API refuses its upload')
+  const page = await browser.newPage()
+  await signIn(page, service, reader)
+  await page.goto(consoleUrl(service, 'people'))
+  const missing = page.getByRole('region', { name: /^Missing photos/ })
+  await missing.getByText('Ada Lovelace', { exact: true }).waitFor()
+  t.equal(await missing.getByLabel(/^Upload photo of /).count(), 0, 'no upload button')
+  t.equal(await page.getByRole('region', { name: 'Import people from CSV' }).count(), 0, 'no import')
 }))

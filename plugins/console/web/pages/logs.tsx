@@ -25,6 +25,8 @@ export function LogsPage({ api }: { api: Api }) {
   const detail = useAction()
   const recordPanel = useFocusOnOpen<HTMLElement>(record?.Id)
   const pages = Number(history.data?.Page.split(' of ')[1] ?? 1)
+  // The record itself is another operation (POST /Api/Read/Log): a key that may list its calls but not read one gets no button it would be refused.
+  const mayOpen = api.may('POST', '/Api/Read/Log')
   const open = (id: number) => detail.run(async () => setRecord({ Id: id, ...(await api.call<Record<string, unknown>>('POST', '/Api/Read/Log', { LogRequestId: id })) }))
   return (
     <>
@@ -43,7 +45,7 @@ export function LogsPage({ api }: { api: Api }) {
           <tbody>
             {history.data.Calls.map((call) => (
               <tr key={call.Id}>
-                <td><button type="button" class="link" aria-label={`Details of call ${call.Id}`} onClick={() => void open(call.Id)}>{call.Id}</button></td>
+                <td>{mayOpen ? <button type="button" class="link" aria-label={`Details of call ${call.Id}`} onClick={() => void open(call.Id)}>{call.Id}</button> : call.Id}</td>
                 <td>{call.RequestTime}</td><td><code>{call.Request_Method} {call.Api_Function}</code></td><td>{call.Response_Code}</td><td>{call.Seconds}</td><td>{call.Bandwidth}</td>
               </tr>
             ))}

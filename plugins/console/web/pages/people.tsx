@@ -29,6 +29,8 @@ const missingPageSize = 20
 function MissingPhotos({ api }: { api: Api }) {
   const [page, setPage] = useState(1)
   const missing = useLoad(() => api.call<Listing>('GET', `/People/Read/Missing?page=${page}&size=${missingPageSize}`), [page])
+  // A key that may read people but not change them sees who is missing a photo, with no upload it would be refused.
+  const mayUpload = api.may('POST', '/People/Update/OnePhoto')
   const upload = useAction()
   const [status, setStatus] = useState('')
   const total = missing.data?.Total ?? 0
@@ -54,10 +56,12 @@ function MissingPhotos({ api }: { api: Api }) {
             {people(missing.data).map((person) => (
               <li key={person.Id}>
                 <span>{name(person)} {person.Dept ? <small>({person.Dept})</small> : null}</span>
-                <label class="file-button">
-                  <span>Upload photo of {name(person)}</span>
-                  <input type="file" accept="image/png,image/jpeg,image/webp" onChange={(event) => void send(person, event.currentTarget.files?.[0])} />
-                </label>
+                {mayUpload && (
+                  <label class="file-button">
+                    <span>Upload photo of {name(person)}</span>
+                    <input type="file" accept="image/png,image/jpeg,image/webp" onChange={(event) => void send(person, event.currentTarget.files?.[0])} />
+                  </label>
+                )}
               </li>
             ))}
           </ul>
