@@ -109,7 +109,7 @@ t.test('built once; node dist/kernel/boot/main.js', async (t) => {
       delete env.CONFIG_FILE
       const run = spawnSync(process.execPath, startArguments, { cwd: repository, env, encoding: 'utf8', timeout: 60_000 })
       t.equal(run.status, 1, `WORKERS=${workers}: exit 1, not forked again and again (${run.signal ?? ''})`)
-      t.match(run.stdout, /EADDRINUSE/, 'the log names the cause')
+      t.match(run.stdout + run.stderr, /EADDRINUSE/, 'the log (or the one line on stderr) names the cause')
       if (workers === '2') t.match(run.stdout, /worker \d could not start/)
       const file = new SQLite(join(dataDir, 'keygate.sqlite'), { readonly: true })
       t.same(file.prepare('select node_id from kernel_nodes').all(), [], 'the node ids are released')

@@ -4,6 +4,8 @@
  */
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -134,4 +136,31 @@ t.test('errors are error lines; a database outage is one warning per interval, n
   t.equal(lines.length, 2)
   t.match(lines[0], { level: 'error', msg: 'unexpected error', err: { message: 'a bug', type: 'Error' } })
   t.match(lines[1], { level: 'warn', msg: 'database unavailable', repeated: 0, err: { code: 'ECONNREFUSED' } })
+})
+
+t.test('a start that fails on a setting (port in use, host or database unusable) is one plain line naming it', async (t) => {
+  const folder = mkdtempSync(join(tmpdir(), 'keygate-start-failure-'))
+  t.teardown(() => rmSync(folder, { recursive: true, force: true }))
+  const busy = createServer()
+  await new Promise<void>((done) => busy.listen(0, '127.0.0.1', done))
+  t.teardown(() => busy.close())
+  const password = 'pa55-w0rd-7c6d'
+  const start = (env: NodeJS.ProcessEnv) => spawnSync(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], {
+    env: { ...process.env, DATA_DIR: mkdtempSync(join(folder, 'data-')), MASTER_KEY: 'ab'.repeat(32), PORT: '0', ...env },
+    encoding: 'utf8',
+    timeout: 30_000,
+  })
+  const port = (busy.address() as AddressInfo).port
+  const cases: [NodeJS.ProcessEnv, string][] = [
+    [{ PORT: String(port) }, `keygate: invalid setting host or port: cannot listen on 127.0.0.1:${port} (EADDRINUSE)\n`],
+    [{ HOST: 'no-such-host.invalid' }, "keygate: invalid setting host: 'no-such-host.invalid' does not resolve (ENOTFOUND)\n"],
+    [{ DATABASE_URL: `mysql://keygate:${password}@127.0.0.1:1/keygate` }, 'keygate: invalid setting databaseUrl: mysql://keygate:***@127.0.0.1:1/keygate cannot be used: connect ECONNREFUSED 127.0.0.1:1\n'],
+  ]
+  for (const [env, line] of cases) {
+    const result = start(env)
+    t.equal(result.status, 1, JSON.stringify(env))
+    t.equal(result.stderr, line, 'one plain line, no stack')
+    t.notMatch(result.stdout, /"level":"fatal"|\n\s+at /, 'no fatal line with a stack')
+    t.notOk((result.stdout + result.stderr).includes(password), 'the password is not printed')
+  }
 })

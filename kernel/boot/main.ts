@@ -12,6 +12,7 @@ import cluster from 'node:cluster'
 import { join } from 'node:path'
 import { loadConfig, ConfigError, type Config } from './config.ts'
 import { PluginError } from './pluginError.ts'
+import { startFailure } from './startFailure.ts'
 import { createKernel, type Kernel } from './kernel.ts'
 import { servePrimary, workerLink } from './cluster.ts'
 import { MasterKeyFileError, masterKeyWarning } from '../auth/masterKey.ts'
@@ -170,8 +171,12 @@ async function main(logger: Logger): Promise<void> {
   }
   const warning = cluster.isPrimary ? masterKeyWarning(config.masterKey, config.dataDir) : null
   if (warning) logger.warn(warning)
-  if (config.workers <= 1) return single(config, logger)
-  return cluster.isPrimary ? primary(config, logger) : worker(config, logger)
+  try {
+    if (config.workers <= 1) return await single(config, logger)
+    return await (cluster.isPrimary ? primary(config, logger) : worker(config, logger))
+  } catch (error) {
+    throw startFailure(error, config) ?? error
+  }
 }
 
 const usage = 'usage: keygate [--version]\nSettings come from the environment or CONFIG_FILE (README, "Configuration").'
