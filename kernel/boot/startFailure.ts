@@ -1,7 +1,9 @@
 import { ConfigError, maskedUrl, type Config } from './config.ts'
 
-/** Driver and socket codes that say the database of databaseUrl cannot be used as given (not a bug of ours). */
-const databaseCodes = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ER_ACCESS_DENIED_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR'])
+/** Driver codes that say databaseUrl itself is wrong: its host, user, password or database (not a bug of ours). */
+const wrongDatabaseCodes = new Set(['ENOTFOUND', 'ER_ACCESS_DENIED_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR'])
+/** Socket codes that say its server did not answer: the setting may be right and the server down. */
+const unreachedDatabaseCodes = new Set(['ECONNREFUSED', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH'])
 
 /**
  * A start that fails because of a setting (a host that does not resolve, a port in use,
@@ -18,9 +20,12 @@ export function startFailure(error: unknown, config: Config): ConfigError | null
   if (failure.syscall === 'getaddrinfo' && failure.hostname === config.host) {
     return new ConfigError(`invalid setting host: '${config.host}' does not resolve (${failure.code})`)
   }
-  if (config.databaseUrl && databaseCodes.has(failure.code)) {
-    // The driver's message names the host or user, never the password; the URL is printed masked.
+  // The driver's message names the host or user, never the password; the URL is printed masked.
+  if (config.databaseUrl && wrongDatabaseCodes.has(failure.code)) {
     return new ConfigError(`invalid setting databaseUrl: ${maskedUrl(config.databaseUrl)} cannot be used: ${failure.message.split('\n')[0]}`)
+  }
+  if (config.databaseUrl && unreachedDatabaseCodes.has(failure.code)) {
+    return new ConfigError(`the database of databaseUrl ${maskedUrl(config.databaseUrl)} does not answer (is it running?): ${failure.message.split('\n')[0]}`)
   }
   return null
 }
