@@ -5,9 +5,9 @@
  */
 import { createConnection } from 'mysql2/promise'
 import t, { type Test } from 'tap'
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, statSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, statSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import { forEachDatabase, startService } from './helpers/service.ts'
 import { createScratchDatabase } from './helpers/scratchDatabase.ts'
@@ -151,6 +151,7 @@ t.test('backup while 16 clients call: the copy opens and holds every key', async
   t.equal(result.code, 0, result.stderr)
   t.equal(JSON.parse(result.stdout).Keys, 21)
   t.equal(statSync(target).mode & 0o777, 0o600, 'owner only, like the database')
+  t.same(readdirSync(dirname(target)), ['copy.sqlite'], 'one file: no -wal or -shm left beside it')
   t.ok(statuses.length >= 16)
   t.same([...new Set(statuses)], [200], 'every call was answered while the backup ran')
   const copy = new SQLite(target, { readonly: true })

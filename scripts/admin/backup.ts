@@ -29,6 +29,14 @@ export const backup: AdminCommand = {
     }
     // Like the database itself: sealed secrets and people's data, owner only.
     chmodSync(target, 0o600)
+    // The copy is one file: WAL mode (copied with the pages) would have every opening of it
+    // leave -wal and -shm files beside it. The service sets WAL again when it opens a restored copy.
+    const single = new SQLite(target, { fileMustExist: true })
+    try {
+      single.pragma('journal_mode = DELETE')
+    } finally {
+      single.close()
+    }
     // Prove the copy opens and holds the keys before saying it is good.
     const copy = new SQLite(target, { readonly: true, fileMustExist: true })
     try {
