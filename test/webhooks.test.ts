@@ -126,6 +126,8 @@ t.test('inputs, day code, authority, tenants', (t) =>
       [{ Url: receiver.url, Events: 7 }, /Events/],
       [{ Url: receiver.url, Events: ['key.changed'], Extra: 1 }, /Extra/],
       [{ Url: 'not a url', Events: ['key.changed'] }, /^Error: Url must be an absolute URL/],
+      [{ Url: 'http://127.0.0.1:99999/hook', Events: ['key.changed'] }, /^Error: Url has a host or port that cannot be read \(a port is 1-65535; an IPv6 address takes no zone id\)\.$/],
+      [{ Url: 'http://[fe80::1%25eth0]/hook', Events: ['key.changed'] }, /^Error: Url has a host or port that cannot be read/],
       // Stored as sent but called without them (the URL parser drops them): refused.
       [{ Url: ` ${receiver.url}`, Events: ['key.changed'] }, /^Error: Url must not have spaces at either end, tabs or line breaks\.$/],
       [{ Url: `${receiver.url}\t`, Events: ['key.changed'] }, /^Error: Url must not have spaces/],

@@ -39,6 +39,8 @@ export class WebhookAdmin {
     try {
       url = new URL(text)
     } catch {
+      // A scheme and // that still do not parse: the host or port is what is wrong.
+      if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) throw badRequest('Url has a host or port that cannot be read (a port is 1-65535; an IPv6 address takes no zone id).')
       throw badRequest('Url must be an absolute URL (https://...).')
     }
     if (url.protocol !== 'https:' && !(this.settings.allowHttp && url.protocol === 'http:')) {
