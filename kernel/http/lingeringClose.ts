@@ -5,7 +5,8 @@ export const lingerMs = 1000
 /** How much it reads at most: the largest body a default route takes (a photo, 8 MiB). */
 export const lingerBytes = 8 * 1024 * 1024
 
-const lingering = new WeakSet<IncomingMessage>()
+/** Set on a request once it lingers (a mark on the request itself: no module-wide state). */
+const lingering = Symbol('lingering')
 
 /**
  * A lingering close, as nginx and Apache do. A call answered before its body was read
@@ -21,8 +22,9 @@ const lingering = new WeakSet<IncomingMessage>()
  */
 export function lingerOnClose(request: IncomingMessage): void {
   // Once per request: a 404 with a body is set lingering before its pipeline runs, and checked again after it.
-  if (lingering.has(request)) return
-  lingering.add(request)
+  const marked = request as IncomingMessage & { [lingering]?: true }
+  if (marked[lingering]) return
+  marked[lingering] = true
   const socket = request.socket
   let dropped = 0
   let timer: NodeJS.Timeout | undefined
