@@ -49,10 +49,11 @@ export function workerLink(): ClusterLink {
   const waiting = new Map<number, { limiter: WindowLimiter; resolve: (result: RateLimiterRes | null) => void; reject: (result: RateLimiterRes) => void }>()
   const handlers: ((invalidation: Invalidation) => void)[] = []
   let nextBroadcast = 0
-  const broadcasts = new Map<number, () => void>()
+  // The broadcasts not yet applied by every other worker: `done` ends one (the primary's word, or the timeout).
+  const broadcasts = new Map<number, { applied: Promise<void>; done: () => void }>()
   process.on('message', (message: LimiterReply | RelayedMessage | BroadcastDone) => {
     if (message?.type === 'keygate:invalidate-done') {
-      broadcasts.get(message.id)?.()
+      broadcasts.get(message.id)?.done()
     } else if (message?.type === 'keygate:limit-reply') {
       const pending = waiting.get(message.id)
       if (!pending) return
@@ -71,26 +72,24 @@ export function workerLink(): ClusterLink {
       waiting.set(id, { limiter, resolve, reject })
       process.send!({ type: 'keygate:limit', id, ...request } satisfies LimiterRequest)
     })
-  const pending = new Set<Promise<void>>()
   return {
     // The call that made the change answers only once the siblings applied it (publishChanges
     // stage): otherwise the next call, on another worker, could still pass with a disabled key.
     broadcast: (invalidation) => {
       const id = nextBroadcast++
+      let done = () => {}
       const applied = new Promise<void>((resolve) => {
         const timer = setTimeout(() => done(), ackTimeoutMs)
-        const done = () => {
+        done = () => {
           clearTimeout(timer)
           broadcasts.delete(id)
           resolve()
         }
-        broadcasts.set(id, done)
       })
-      pending.add(applied)
-      void applied.then(() => pending.delete(applied))
+      broadcasts.set(id, { applied, done })
       process.send!({ type: 'keygate:invalidate', id, invalidation } satisfies BroadcastMessage)
     },
-    inFlight: () => (pending.size === 0 ? undefined : Promise.all([...pending]).then(() => undefined)),
+    inFlight: () => (broadcasts.size === 0 ? undefined : Promise.all([...broadcasts.values()].map((broadcast) => broadcast.applied)).then(() => undefined)),
     onInvalidation: (handler) => handlers.push(handler),
     limiters: (options): WindowLimiter => {
       const limiter: WindowLimiter = {
