@@ -146,6 +146,11 @@ function differs(existing: RecordRow, columns: PersonColumns): boolean {
   return false
 }
 
+/** A transaction of an import's writes: READ COMMITTED where `readCommitted` (MySQL), else the database's default. */
+function importTransaction(db: PeopleDb, readCommitted: boolean) {
+  return readCommitted ? db.transaction().setIsolationLevel('read committed') : db.transaction()
+}
+
 export interface BatchResult {
   answer: BatchAnswer
   /** The customers whose people were added or changed: their cached listings are stale. */
@@ -190,12 +195,11 @@ export async function importBatch(
   try {
     // READ COMMITTED on MySQL: the MaxPeople count below must see people committed after
     // this transaction's first read (the room check's lock orders the writers).
-    const transaction = () => writes.readCommitted ? db.transaction().setIsolationLevel('read committed') : db.transaction()
     // Two batches (of two imports) inserting the same new Source_Ids in different orders can
     // deadlock on MySQL's unique index; the victim is neither the client's fault nor an
     // outage (it was answered 503): rolled back whole, it runs again and meets the rows the
     // other batch committed.
-    return await retryOnDeadlock(() => transaction().execute(async (trx) => {
+    return await retryOnDeadlock(() => importTransaction(db, writes.readCommitted).execute(async (trx) => {
       // Counting the batch first also locks the import's row (MySQL), so two batches of
       // one import take turns, and a batch racing importterm cannot land after it.
       const counted = await trx.updateTable('people_imports').set((eb) => ({ batches: eb('batches', '+', 1) }))
@@ -310,8 +314,7 @@ export async function finishImport(db: PeopleDb, scope: Scope, importId: number,
     throw badRequest(`Import ${importId} has received no people; refusing to terminate everyone in your scope.`)
   }
   // READ COMMITTED on MySQL: the lock below then waits only for the rows it matches.
-  const transaction = () => readCommitted ? db.transaction().setIsolationLevel('read committed') : db.transaction()
-  return retryOnDeadlock(() => transaction().execute(async (trx) => {
+  return retryOnDeadlock(() => importTransaction(db, readCommitted).execute(async (trx) => {
     // First lock the parent's open imports (a no-op update locks the rows it matches), as
     // every batch locks its own import's row first: a batch in flight finishes before the
     // terminating update below walks the people it writes, and one sent meanwhile waits.
