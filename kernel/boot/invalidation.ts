@@ -3,6 +3,7 @@ import type { ResponseCache } from '../http/responseCache.ts'
 import type { ClusterLink, Invalidation } from './cluster.ts'
 import type { RedisInvalidation } from '../cluster/redisInvalidation.ts'
 import type { AccessStamp } from '../cluster/accessStamp.ts'
+import type { PartitionChanges } from '../cluster/partitionChanges.ts'
 
 /** The response-cache partition of everything cached for one key; dropped when that key changes. */
 export const keyPartition = (keyId: number) => `key:${keyId}`
@@ -16,7 +17,10 @@ export const keyPartition = (keyId: number) => `key:${keyId}`
  * database's stamp too (cluster/accessStamp.ts), which the operator CLI writes; with
  * Redis, the stamp carries what Redis could not: an outage, or a process it did not
  * reach (fewer processes acknowledged it than `subscribers` says there are: one whose
- * link is down or hung, or whose subscription is being made again).
+ * link is down or hung, or whose subscription is being made again). A partition change
+ * that Redis did not carry to every process (or every partition change, without Redis)
+ * goes to the others through the database's partition changes (cluster/partitionChanges.ts,
+ * MySQL/MariaDB: the database several hosts share).
  */
 export function invalidation(
   keys: KeyDirectory,
@@ -25,6 +29,7 @@ export function invalidation(
   redis?: RedisInvalidation,
   stamp?: AccessStamp,
   subscribers: () => Promise<number> = async () => 0,
+  partitions?: PartitionChanges,
 ): (change: Invalidation) => Promise<void> {
   const apply = (change: Invalidation) => {
     if (change.kind === 'partition') return cache.invalidate(change.partition)
@@ -42,8 +47,10 @@ export function invalidation(
       // Redis away, or a process it missed: the database's stamp carries a key or access
       // change to it instead (read every few seconds).
       return redis.publish(change).then(async (applied) => {
-        if (change.kind === 'partition' || !stamp) return
-        if (applied === null || applied < (await subscribers().catch(() => Infinity))) stamp.mark()
+        if (change.kind === 'partition' ? !partitions : !stamp) return
+        if (applied !== null && applied >= (await subscribers().catch(() => Infinity))) return
+        if (change.kind === 'partition') partitions!.record(change.partition)
+        else stamp!.mark()
       })
     }
   }
@@ -54,6 +61,7 @@ export function invalidation(
     // Without Redis, processes that are not this one's cluster (the operator CLI's
     // changes, a service on another host) meet through the database's stamp.
     if (change.kind !== 'partition') stamp?.mark()
+    else partitions?.record(change.partition)
     return Promise.resolve()
   }
 }

@@ -26,6 +26,7 @@ import type { ClusterLink } from './cluster.ts'
 import { changesInFlight, invalidation, keyPartition } from './invalidation.ts'
 import { buildPipelines } from '../http/pipelines.ts'
 import { AccessStamp, accessStampEveryMs } from '../cluster/accessStamp.ts'
+import { PartitionChanges, partitionChangesEveryMs } from '../cluster/partitionChanges.ts'
 import { recordChange } from '../audit/auditTrail.ts'
 import { ReplayGuard } from '../auth/replayGuard.ts'
 import { DatabaseSignatures } from '../auth/usedSignatures.ts'
@@ -159,7 +160,10 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     const live = await nodes.live()
     return live.length + (live.some((server) => server.nodeId === nodes.nodeId) ? 0 : 1)
   }
-  const invalidateEverywhere = invalidation(keys, cache, options.cluster, redisInvalidation, accessStamp, subscribers)
+  // Cached listings a people write made stale, for the other hosts on a shared MySQL database
+  // when Redis does not tell them (SQLite's processes are one host's cluster, told by its primary).
+  const partitionChanges = dialect === 'mysql' ? new PartitionChanges(db, report) : undefined
+  const invalidateEverywhere = invalidation(keys, cache, options.cluster, redisInvalidation, accessStamp, subscribers, partitionChanges)
   const tenants = new Tenants(db, dialect, clock, config.people.timeZone)
   const events = new EventBus(db, report)
   const keyAdministration = new KeyAdministration(db, dialect, secrets, clock, {
@@ -212,6 +216,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     usedSignatures.stop()
     auditRetention.stop()
     await accessStamp.stop()
+    await partitionChanges?.stop()
     const lostRecords = await callLog.close()
     await metrics.close()
     for (const plugin of plugins) await plugin.close?.()
@@ -291,6 +296,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         keys.forgetAll()
         cache.clear()
       })
+      await partitionChanges?.watch(partitionChangesEveryMs, (partition) => cache.invalidate(partition))
       const listening = await server.listen()
       await nodes.serving(listening.port)
       return listening

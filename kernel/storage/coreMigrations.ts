@@ -249,5 +249,17 @@ export function coreMigrations(dialect: Dialect): Migrations {
         await db.updateTable('api_keys').set({ credits_set: sql`credits`, credits_set_at: sql`updated_at` }).where('credits', 'is not', null).execute()
       },
     },
+    '0013-partition-changes': {
+      // D11 and D16 without Redis: a cache partition (a tenant's people listings) that one
+      // process changed, read by the others on the same database (cluster/partitionChanges.ts).
+      async up(db) {
+        await table(db, 'kernel_partition_changes')
+          .addColumn('id', autoId, (c) => c.primaryKey().autoIncrement())
+          .addColumn('name', 'varchar(255)', (c) => c.notNull())
+          .addColumn('changed', 'bigint', (c) => c.notNull())
+          .execute()
+        await db.schema.createIndex('kernel_partition_changes_changed').on('kernel_partition_changes').column('changed').execute()
+      },
+    },
   }
 }

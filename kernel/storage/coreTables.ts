@@ -138,6 +138,12 @@ export interface CoreTables {
     name: string
     value: string
   }
+  /** Cache partitions changed by some process, for the others on the database without Redis (cluster/partitionChanges.ts). */
+  kernel_partition_changes: {
+    id: Generated<number>
+    name: string
+    changed: number
+  }
   /** The node registry (D16): one row per node id a live (or lately dead) process holds. */
   kernel_nodes: {
     node_id: number

@@ -7,10 +7,11 @@ const kernelOrder = ['kernel_settings', 'api_acl', 'api_groups', 'api_group_acl'
 /**
  * Kysely's migration bookkeeping (each database keeps its own, made by migrating it) and
  * the registry of running processes (`kernel_nodes`: who runs now, not data to move; an
- * imported row would hold a node id in the new database for `nodes.expireMs`).
+ * imported row would hold a node id in the new database for `nodes.expireMs`), and the
+ * cache partitions running processes changed lately (`kernel_partition_changes`).
  */
 function isBookkeeping(table: string): boolean {
-  return table.startsWith('migrations_') || table.startsWith('kysely_') || table === 'kernel_nodes'
+  return table.startsWith('migrations_') || table.startsWith('kysely_') || table === 'kernel_nodes' || table === 'kernel_partition_changes'
 }
 
 /**
