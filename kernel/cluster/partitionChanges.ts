@@ -27,6 +27,7 @@ export class PartitionChanges {
   private timer: NodeJS.Timeout | null = null
   private reading: Promise<void> | null = null
   private lastPurge = 0
+  private failing = false
   private readonly writing = new Set<Promise<void>>()
 
   constructor(
@@ -53,7 +54,14 @@ export class PartitionChanges {
     const newest = await this.db.selectFrom('kernel_partition_changes').select((eb) => eb.fn.max('id').as('id')).executeTakeFirst()
     this.floor = Number(newest?.id ?? 0)
     this.timer = setInterval(() => {
-      this.reading ??= this.poll(drop).catch(this.report).finally(() => (this.reading = null))
+      // A database away fails every read: said once, not every second until it is back.
+      this.reading ??= this.poll(drop)
+        .then(() => void (this.failing = false))
+        .catch((error) => {
+          if (!this.failing) this.report(error)
+          this.failing = true
+        })
+        .finally(() => (this.reading = null))
     }, everyMs)
     this.timer.unref()
   }
