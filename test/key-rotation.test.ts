@@ -85,6 +85,7 @@ t.test('rotation with an overlap, a second rotation, and the log naming the secr
     const record = await service.call('POST', '/Api/Read/Log', { body: { LogRequestId: Number(logged.headers.get('x-requestid')) }, date: at() })
     t.equal(record.status, 200, record.text)
     t.match(record.json.Rsponse, { Api_Secret: '[redacted]', OldSecretEnds: httpDate(clock.now + 30_000) })
+    t.same(JSON.parse(JSON.parse(record.json.Raw_Request).body), { KeyId: created.json.Id, OldSecretValidFor: 30 }, 'the request keeps OldSecretValidFor (a duration, no secret)')
   }),
 )
 

@@ -31,9 +31,9 @@ function clip(text: string): string {
 }
 
 // A new key's Api_Secret is in the answer of create/edit: it must not live on in the log.
-// A field naming a time (a rotation's OldSecretEnds) is no secret and stays readable.
+// A field naming a time (a rotation's OldSecretEnds, its OldSecretValidFor) is no secret and stays readable.
 const secretField = /secret|password/i
-const timeField = /(Ends|Date)$/
+const timeField = /(Ends|Date|ValidFor)$/
 function withoutSecrets(name: string, value: unknown): unknown {
   return secretField.test(name) && !timeField.test(name) && (typeof value === 'string' || typeof value === 'number') ? '[redacted]' : value
 }
