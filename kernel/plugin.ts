@@ -172,6 +172,12 @@ export interface Route<Body = any, Query = any> {
    * it (that would cost every call); a test holds a plugin's schemas to its answers.
    */
   answer?: object
+  /**
+   * Headers a 200 answer of this route carries beyond the kernel's own (x-RequestID, the
+   * RateLimit fields, X-Cache, Idempotent-Replayed): e.g. a listing's X-Total-Count, a
+   * photo's ETag. Documentation only, for the OpenAPI document (D15): the handler sets them.
+   */
+  answerHeaders?: Readonly<Record<string, AnswerHeader>>
   /** The answer: a value to encode, a `RawAnswer` (bytes of their own type) or a `JsonText` (JSON already as text). */
   handler(call: Call<Body, Query>): unknown | Promise<unknown>
   /** Credits a call spends from a key that has Credits (issue 16); default 1, 0 = free. */
@@ -404,6 +410,12 @@ export interface HistoryEntry {
   Description: string
 }
 
+/** One response header as the OpenAPI document describes it (Route.answerHeaders). */
+export interface AnswerHeader {
+  description: string
+  schema: object
+}
+
 /** A mounted route as `kernel.routes()` describes it. */
 export interface MountedRouteInfo {
   plugin: string
@@ -420,6 +432,8 @@ export interface MountedRouteInfo {
   rawContentType: string | null
   /** It answers If-None-Match with 304 (Route.etag). */
   etag: boolean
+  /** Headers its 200 answers carry beyond the kernel's own (Route.answerHeaders); {} when none. */
+  answerHeaders: Readonly<Record<string, AnswerHeader>>
   /** It changes state: replays are refused and `Idempotency-Key` is honoured (Route.writes). */
   writes: boolean
   /** A call must send a body (Route.bodyRequired, or a field the schema requires). */

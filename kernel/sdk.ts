@@ -12,6 +12,7 @@ export type {
   CallerKey,
   DefaultGroup,
   HistoryEntry,
+  AnswerHeader,
   KernelServices,
   LogRecord,
   Migration,
@@ -35,6 +36,9 @@ export { httpDate, parseInputDate, parseInputDateUntil } from './auth/apiDate.ts
 
 // Audit records (kernel.audit.record): the fields an edit changed, each side with its own value.
 export { changedFields } from './audit/auditTrail.ts'
+
+// Headers a paged listing's answer carries (D12: Total and Page travel in headers too), for Route.answerHeaders.
+export { pagedListHeaders } from './http/answerHeaders.ts'
 
 // Conditional requests: If-None-Match against an answer's ETag (a 304 is a RawAnswer with status 304).
 export { etagMatches } from './http/etag.ts'

@@ -217,3 +217,86 @@ t.test('every answer conforms to its schema in the document', (t) =>
     t.same(declared.filter((operation) => !checked.has(operation)), [], 'no operation with a schema left unchecked')
   }),
 )
+
+/**
+ * The document names every header an answer carries, not only its body: a listing's
+ * X-Total-Count, X-Page and X-Next (D12), a photo's ETag and Cache-Control (and the
+ * If-None-Match that gets a 304), X-Cache on a cached answer, Idempotent-Replayed on a
+ * replayed write, the reference page's security headers.
+ */
+t.test('every header an answer carries is in the document', async (t) => {
+  const service = await startService(t, { kind: 'sqlite', config: fastWebhooks })
+  const { paths, components } = await openApi(service)
+  const standard = new Set(['content-type', 'content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding'])
+  const seen = new Set<string>()
+  const declared = (path: string, method: string, status: number): Set<string> => {
+    const headers = paths[path]?.[method]?.responses[String(status)]?.headers ?? {}
+    return new Set(Object.keys(headers).map((name) => name.toLowerCase()))
+  }
+  const check = async (method: 'GET' | 'POST', path: string, options: CallOptions = {}, status = 200): Promise<CallResult> => {
+    const answer = await service.call(method, path, { today: true, ...options })
+    const bare = path.split('?')[0]
+    t.equal(answer.status, status, `${method} ${path}: ${answer.text.slice(0, 200)}`)
+    const named = declared(bare, method.toLowerCase(), answer.status)
+    for (const [name] of answer.headers) {
+      if (standard.has(name)) continue
+      seen.add(name)
+      t.ok(named.has(name), `${method} ${bare} ${answer.status}: its ${name} header is in the document`)
+    }
+    return answer
+  }
+  t.ok(components.headers['x-RequestID'], 'the shared headers are declared once')
+
+  await check('GET', '/Api/Read/Acl')
+  await check('GET', '/Api/Read/Acl')
+  await check('POST', '/Api/Read/Acl', { body: {} })
+  await check('POST', '/Api/Read/Acl', { body: {} })
+  await check('GET', '/Api/Read/Changes', { key: null })
+  await check('GET', '/Api/Read/Changes', { key: null })
+  await check('GET', '/Api/Read/Changes/Rss', { key: null })
+  await check('GET', '/Api/Read/OpenApi', { key: null })
+  await check('GET', '/Api/Read/Reference', { key: null })
+  await check('GET', '/Api/Read/Reference/reference.js', { key: null })
+
+  // Writes, one of them replayed by its Idempotency-Key.
+  const groups = await keyTestGroups(service)
+  const readers = [groups.aclReader, await groupNamed(service, 'Call log reader'), await groupNamed(service, 'Usage reader')]
+  const create = () => check('POST', '/Api/Create/Key', {
+    body: { Display_Name: 'Limited', GroupId: readers, Require_Https: 0, MaxHits: '100/1Min' },
+    date: new Date().toISOString(), headers: { 'Idempotency-Key': 'headers-1' },
+  })
+  const created = await create()
+  const replayed = await create()
+  t.equal(replayed.headers.get('idempotent-replayed'), 'true', 'a replayed write says so')
+  const limited: SigningKey = { apiKey: created.json.Api_Key, secret: created.json.Api_Secret }
+  const limitedAcl = await check('GET', '/Api/Read/Acl', { key: limited })
+  t.ok(limitedAcl.headers.get('ratelimit'), 'a key with MaxHits gets the RateLimit fields')
+
+  // Listings: in every format, and the CSV-only totals of the other paged lists.
+  for (const name of ['Babbage', 'Lovelace']) await check('POST', '/People/Update/OneChange', { body: { LastName: name } })
+  for (const format of ['json', 'xml', 'csv']) {
+    await check('GET', `/People/Read/Missing?size=1&format=${format}`)
+    await check('GET', `/People/Read/Missing?size=1&format=${format}`)
+    await check('POST', `/people/read/list?format=${format}`, { body: { size: 1 } })
+    await check('POST', `/people/read/filtered?format=${format}`, { body: { filter: 'LastName=Lovelace' } })
+    await check('POST', `/people/read/sorted?format=${format}&sort=-LastName`, { body: {} })
+    await check('POST', `/Api/Read/History?format=${format}`, { key: limited, body: {} })
+    await check('POST', `/Api/Read/Usage?format=${format}`, { key: limited, body: {} })
+    await check('POST', `/Api/Read/Audit?format=${format}`, { body: {} })
+    await check('POST', `/Api/Read/Deliveries?format=${format}`, { body: {} })
+  }
+  t.ok(seen.has('x-next'), 'a listing with a next page sends X-Next')
+
+  // A stored photo: ETag and Cache-Control, and the 304 of If-None-Match.
+  const person = await check('POST', '/People/Update/OneChange', { body: { LastName: 'Photographed' } })
+  const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64')
+  await check('POST', '/People/Update/OnePhoto', { body: { Id: person.json.Id, Image: png.toString('base64') } })
+  const photo = await check('GET', `/People/Read/Photo?Id=${person.json.Id}`)
+  await check('GET', `/People/Read/Photo?Id=${person.json.Id}`, { headers: { 'If-None-Match': photo.headers.get('etag')! } }, 304)
+  const parameters = (paths['/People/Read/Photo'].get as unknown as { parameters: { name?: string; in?: string }[] }).parameters
+  t.ok(parameters.some((parameter) => parameter.name === 'If-None-Match' && parameter.in === 'header'), 'the photo names If-None-Match')
+
+  for (const name of ['x-cache', 'x-total-count', 'x-page', 'etag', 'cache-control', 'idempotent-replayed', 'content-security-policy', 'ratelimit']) {
+    t.ok(seen.has(name), `${name} was sent (and so checked)`)
+  }
+})

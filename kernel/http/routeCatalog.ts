@@ -17,6 +17,7 @@ function describe(plugins: readonly Plugin[], { plugin, route, writes }: Mounted
     answer: route.answer ?? null,
     rawContentType: route.rawContentType ?? null,
     etag: route.etag === true,
+    answerHeaders: route.answerHeaders ?? {},
     writes,
     bodyRequired: route.body !== undefined && (route.bodyRequired ?? ((route.body as { required?: string[] }).required ?? []).length > 0),
     summary: exact?.displayName ?? route.summary ?? covering[0]?.displayName ?? null,

@@ -76,6 +76,10 @@ const sharedHeaders = {
 const requestIdHeader = { 'x-RequestID': ref('headers', 'x-RequestID') }
 const rateLimitHeaders = { 'RateLimit-Policy': ref('headers', 'RateLimit-Policy'), RateLimit: ref('headers', 'RateLimit') }
 const retryHeaders = { 'Retry-After': ref('headers', 'Retry-After') }
+/** Sent by the kernel's stages (kernel/http/stages/cache.ts, idempotency.ts), not by the route. */
+const cacheHeader = { 'X-Cache': { description: '`HIT` when the answer came from the response cache (the route\'s cache time, per caller and parameters); absent otherwise.', schema: { type: 'string', enum: ['HIT'] } } }
+const replayedHeader = { 'Idempotent-Replayed': { description: '`true` when the answer is the stored first answer of an earlier call with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } } }
+const ifNoneMatchParameter = { name: 'If-None-Match', in: 'header', required: false, description: 'An ETag of an earlier answer: 304 with no body while it still names the current one.', schema: { type: 'string' } }
 
 const errorAnswer = (description: string, headers: Record<string, object> = requestIdHeader) => ({
   description,
@@ -99,13 +103,24 @@ const unauthorized = {
   },
 }
 
+/** The headers of a route's 200 that its 304 carries too (RFC 9110, 15.4.5: those a cache updates). */
+function notModifiedHeaders(route: MountedRouteInfo): Record<string, object> {
+  return Object.fromEntries(Object.entries(route.answerHeaders).filter(([name]) => ['etag', 'cache-control', 'expires', 'vary', 'content-location'].includes(name.toLowerCase())))
+}
+
 /**
  * The 200 of a route: its `answer` schema for the json format (or for its own content,
  * where the route answers one fixed type); xml and csv carry the same fields.
  */
-function answered(route: MountedRouteInfo): object {
+function answered(route: MountedRouteInfo, cachesAnswers: boolean): object {
   const described = route.answer === null ? {} : { schema: route.answer }
-  const headers = { ...requestIdHeader, ...rateLimitHeaders }
+  const headers = {
+    ...requestIdHeader,
+    ...rateLimitHeaders,
+    ...(cachesAnswers && route.cacheSeconds > 0 ? cacheHeader : {}),
+    ...(route.writes ? replayedHeader : {}),
+    ...route.answerHeaders,
+  }
   if (route.rawContentType !== null) return { description: 'The answer.', headers, content: { [route.rawContentType.split(';')[0]]: described } }
   return {
     description: 'The answer, in the format asked for. The JSON schema is the json answer\'s; XML and CSV carry the same fields (a list: one element or row per record).',
@@ -155,13 +170,13 @@ function operation(route: MountedRouteInfo, cachesAnswers: boolean): object {
     tags: [route.plugin],
     // Public by default: no credentials, or a signed call (an operator may change either).
     security: route.publicByDefault ? [{}, signed] : [signed],
-    parameters: [...(route.rawContentType === null ? [formatParameter] : []), ...queryParameters(route.query), ...(route.writes ? [idempotencyParameter] : []), ref('parameters', 'x-LogLevel')],
+    parameters: [...(route.rawContentType === null ? [formatParameter] : []), ...queryParameters(route.query), ...(route.writes ? [idempotencyParameter] : []), ...(route.etag ? [ifNoneMatchParameter] : []), ref('parameters', 'x-LogLevel')],
     // A body may be left out where the route takes none as {} (POST /account/read/user).
     ...(route.body === null ? {} : { requestBody: { required: route.bodyRequired, content: { 'application/json': { schema: route.body } } } }),
     // Every status D6 gives a call of this kind: 304 where the answer carries an ETag, 415 where there is a body.
     responses: {
-      200: answered(route),
-      ...(route.etag ? { 304: { description: 'Not modified: If-None-Match named the current ETag.', headers: requestIdHeader } } : {}),
+      200: answered(route, cachesAnswers),
+      ...(route.etag ? { 304: { description: 'Not modified: If-None-Match named the current ETag.', headers: { ...requestIdHeader, ...notModifiedHeaders(route) } } } : {}),
       400: errorAnswer('Invalid JSON, query or body.'),
       401: unauthorized,
       403: errorAnswer('The ACL does not allow this path, or HTTPS is required.'),

@@ -78,6 +78,11 @@ export function referenceRoutes(): Route[] {
       path: asset.path,
       xml: { root: 'Reference' },
       rawContentType: asset.contentType,
+      answerHeaders: {
+        'Content-Security-Policy': { description: 'The page loads only its own files from this service.', schema: { type: 'string' } },
+        'X-Content-Type-Options': { description: '`nosniff`.', schema: { type: 'string' } },
+        'Cache-Control': { description: '`public, max-age=3600`.', schema: { type: 'string' } },
+      },
       handler: (call: Call) => {
         body ??= asset.read()
         call.setHeader('Content-Security-Policy', contentSecurityPolicy)

@@ -1,4 +1,4 @@
-import { defineRoute, type KernelServices, type Route } from '../../kernel/sdk.ts'
+import { defineRoute, pagedListHeaders, type KernelServices, type Route } from '../../kernel/sdk.ts'
 import { auditAnswerSchema, createKeyBodySchema, editKeyBodySchema, groupsAnswerSchema, keyAnswerSchema, keysAnswerSchema, readGroupsBodySchema, rotateKeyBodySchema, rotatedKeyAnswerSchema, type CreateKeyBody, type EditKeyBody, type RotateKeyBody } from './schemas.ts'
 import { rotateKey } from './rotateKey.ts'
 import { readAuditTrail } from './readAudit.ts'
@@ -50,6 +50,7 @@ export function keyRoutes(kernel: KernelServices): Route[] {
       xml: { root: 'Audit', item: 'Record', list: 'Records' },
       csvColumns: ['Id', 'At', 'Who', 'Parent', 'Custno', 'Action', 'KeyId', 'Before', 'After', 'RequestId'],
       // CSV is one row per record; the totals go to headers as for other paged lists (D12).
+      answerHeaders: pagedListHeaders({ csvOnly: true }),
       csv: (result: Awaited<ReturnType<typeof readAuditTrail>>, call) => {
         call.setHeader('X-Total-Count', String(result.Total))
         call.setHeader('X-Page', String(result.Page))

@@ -1,4 +1,4 @@
-import { badRequest, defineRoute, notFound, parseInputDate, parseInputDateUntil, type CallerKey, type KernelServices, type Plugin } from '../../kernel/sdk.ts'
+import { badRequest, defineRoute, notFound, pagedListHeaders, parseInputDate, parseInputDateUntil, type CallerKey, type KernelServices, type Plugin } from '../../kernel/sdk.ts'
 import { levelsGroup, levelsRoute } from './levels.ts'
 import { fullLimitsAnswer, noCredits, windowRows, type FullLimits } from './limits.ts'
 import { usageGroup, usageRoute } from './usage.ts'
@@ -174,6 +174,7 @@ const logPlugin: Plugin = {
         xml: { root: 'History', item: 'Call', list: 'Calls' },
         csvColumns: ['Id', 'RequestTime', 'Request_Method', 'Api_Function', 'Api_Acl', 'Response_Code', 'Seconds', 'Bandwidth'],
         // CSV is one row per call; the totals go to headers as for other paged lists (D12).
+        answerHeaders: pagedListHeaders({ csvOnly: true }),
         csv: (result: HistoryAnswer, call) => {
           call.setHeader('X-Total-Count', String(result.Total))
           call.setHeader('X-Page', result.Page)

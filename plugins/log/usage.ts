@@ -1,4 +1,4 @@
-import { defineRoute, httpDate, notFound, parseMaxHits, type CallerKey, type DefaultGroup, type KernelServices, type UsageScope } from '../../kernel/sdk.ts'
+import { defineRoute, httpDate, notFound, pagedListHeaders, parseMaxHits, type CallerKey, type DefaultGroup, type KernelServices, type UsageScope } from '../../kernel/sdk.ts'
 import { fullLimitsAnswer, noCredits, windowRows } from './limits.ts'
 import { usageAnswerSchema } from './schemas.ts'
 
@@ -96,6 +96,7 @@ export function usageRoute(kernel: KernelServices) {
     answer: usageAnswerSchema,
     xml: { root: 'Usage', item: 'Call', list: 'Calls' },
     // CSV: one row per bucket and status; the totals go to headers as for other paged lists (D12).
+    answerHeaders: pagedListHeaders({ csvOnly: true, page: false }),
     csv: (result: UsageAnswer, call) => {
       call.setHeader('X-Total-Count', String(result.Total))
       return result.Calls

@@ -1,4 +1,4 @@
-import { badRequest, calendarDayAt, defineRoute, type JsonText, type CachePolicy, type Call, type KernelServices, type Route } from '../../kernel/sdk.ts'
+import { badRequest, calendarDayAt, defineRoute, pagedListHeaders, type JsonText, type CachePolicy, type Call, type KernelServices, type Route } from '../../kernel/sdk.ts'
 import { columnsFromInput, dayText, personRecordFields, type PersonInput } from './fields.ts'
 import { listingRows, planListing, runListing, type ListedPage, type ListingParameters, type ListingSet, type ListingMemo } from './listing.ts'
 import { changePerson, createPerson, findPerson, recallPerson, setPersonColumns, type ChangedPerson } from './queries.ts'
@@ -78,6 +78,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       query: schemas.listQuery,
       cache: listingCache,
       answer: schemas.listingAnswer,
+      answerHeaders: pagedListHeaders({ next: true }),
       xml: { root: 'People', item: 'Person', list: 'People' },
       csv: listingRows,
       csvColumns: personRecordFields,
@@ -107,6 +108,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       query: schemas.missingQuery,
       cache: listingCache,
       answer: schemas.listingAnswer,
+      answerHeaders: pagedListHeaders({ next: true }),
       xml: { root: 'People', item: 'Person', list: 'People' },
       csv: listingRows,
       csvColumns: personRecordFields,
@@ -144,6 +146,11 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       // The stored image's own type (JPEG, PNG or WebP), whatever format was asked for.
       rawContentType: 'image/*',
       etag: true,
+      answerHeaders: {
+        ETag: { description: 'The stored image\'s ETag: send it in If-None-Match to get 304 while the photo is unchanged.', schema: { type: 'string' } },
+        'Cache-Control': { description: '`private`: a shared cache keeps no copy.', schema: { type: 'string' } },
+        'X-Content-Type-Options': { description: '`nosniff`: the image is shown only as its own type.', schema: { type: 'string' } },
+      },
       xml: { root: 'Photo' },
       handler: (call) => photoAnswer(db, kernel.config.dataDir, scopeOf(call.caller), call.query.Id, call),
     }),

@@ -1,4 +1,4 @@
-import { defineRoute, type KernelServices, type Route } from '../../kernel/sdk.ts'
+import { defineRoute, pagedListHeaders, type KernelServices, type Route } from '../../kernel/sdk.ts'
 import type { WebhookTables } from './tables.ts'
 import { createdWebhookAnswerSchema, createWebhookBodySchema, deliveriesAnswerSchema, editedWebhookAnswerSchema, editWebhookBodySchema, readDeliveriesBodySchema, webhooksAnswerSchema, type CreateWebhookBody, type EditWebhookBody, type ReadDeliveriesBody } from './schemas.ts'
 import { WebhookAdmin, webhookColumns } from './webhookAdmin.ts'
@@ -69,6 +69,7 @@ export function webhookRoutes(kernel: KernelServices): Route[] {
       answer: deliveriesAnswerSchema,
       xml: { root: 'Deliveries', item: 'Delivery', list: 'Deliveries' },
       // One CSV row per delivery; the totals go to headers as for other paged lists (D12).
+      answerHeaders: pagedListHeaders({ csvOnly: true }),
       csv: (result: Awaited<ReturnType<typeof readDeliveries>>, call) => {
         call.setHeader('X-Total-Count', String(result.Total))
         call.setHeader('X-Page', String(result.Page))
