@@ -4,7 +4,11 @@
  * rate-limit refusals, cache hits), the log queue and process metrics present.
  */
 import t from 'tap'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { watchChild } from './helpers/childService.ts'
 import { forEachDatabase, startService } from './helpers/service.ts'
 import { freePort } from './helpers/freePort.ts'
 import { insertKey } from './helpers/keys.ts'
@@ -102,4 +106,34 @@ t.test('metrics are off by default (port 0) and bound to 127.0.0.1 when on', asy
   t.equal(answer.status, 200)
   await next.stop()
   await t.rejects(fetch(`http://127.0.0.1:${port}/metrics`), 'the metrics listener closes with the kernel')
+})
+
+t.test('WORKERS=2: one scrape counts the calls of every worker, the same on every scrape', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'keygate-metrics-workers-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const [port, metricsPort] = [await freePort(), await freePort()]
+  const env: Record<string, string | undefined> = { ...process.env, DATA_DIR: dataDir, PORT: String(port), WORKERS: '2', METRICS_PORT: String(metricsPort) }
+  delete env.DATABASE_URL
+  delete env.REDIS_URL
+  const child = spawn(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const { waitFor, exited } = watchChild(t, child)
+  await waitFor('2 workers')
+  const url = `http://127.0.0.1:${metricsPort}/metrics`
+  const refused = async () => sample((await scrape(url)).families, 'keygate_auth_refusals_total', { reason: 'missing_credentials' })
+  const before = await refused()
+  // A new connection per call, so the calls spread over both workers.
+  for (let index = 0; index < 20; index++) {
+    const answer = await fetch(`http://127.0.0.1:${port}/v1.0/Api/Read/Acl`, { headers: { connection: 'close' } })
+    t.equal(answer.status, 401)
+    await answer.text()
+  }
+  const seen = []
+  for (let index = 0; index < 6; index++) seen.push(await refused())
+  t.same(seen, Array(6).fill(before + 20), 'every scrape holds all 20 refusals, whichever worker answered them')
+  const text = (await scrape(url)).text
+  t.match(text, /^keygate_info\{version="[^"]+"\} 1$/m, 'the version once, not once per worker')
+  t.match(text, /^process_cpu_user_seconds_total /m, 'process metrics too')
+  child.kill('SIGTERM')
+  t.equal((await exited).code, 0, 'stops with exit 0')
+  await t.rejects(fetch(url), 'the metrics listener closes with the primary')
 })

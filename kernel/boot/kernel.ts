@@ -290,7 +290,9 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       for (const [plugin, operations] of routesMissingFromHistory(plugins, routes.routes())) {
         logger.warn({ plugin, routes: operations }, `plugin ${plugin}: no "added" entry in its change history (history.json) for ${operations.join(', ')}; these routes are missing from GET /Api/Read/Changes and its feed`)
       }
-      await metrics.listen(config.metrics)
+      // A cluster worker's numbers are served, summed with the other workers', by the primary.
+      if (options.cluster) metrics.reportToPrimary(config.metrics)
+      else await metrics.listen(config.metrics)
       // Only a serving process watches; the CLI's kernel only writes the stamp.
       await accessStamp.watch(accessStampEveryMs(config.cache.keyTtlSeconds), () => {
         keys.forgetAll()

@@ -18,6 +18,7 @@ import { servePrimary, workerLink } from './cluster.ts'
 import { MasterKeyFileError, masterKeyWarning } from '../auth/masterKey.ts'
 import { MasterKeyMismatch, type RootKey } from './bootstrap.ts'
 import { createLogger, type Logger } from '../observe/logger.ts'
+import { listenAggregated } from '../observe/metrics.ts'
 import { packageVersion } from './packageRoot.ts'
 
 function announceRootKey(config: Config, root: RootKey | null): void {
@@ -97,6 +98,7 @@ async function single(config: Config, logger: Logger): Promise<void> {
 
 async function primary(config: Config, logger: Logger): Promise<void> {
   let stopping = false
+  let closeMetrics: (() => Promise<void>) | null = null
   // Each worker's exit code: one that could not stop cleanly (call-log records it could not write) exits 1.
   const stopAll = () => Promise.all(Object.values(cluster.workers ?? {}).map((worker) => new Promise<number>((resolve) => {
     if (!worker || worker.isDead()) return resolve(0)
@@ -115,11 +117,14 @@ async function primary(config: Config, logger: Logger): Promise<void> {
     logger.info({ signal }, `keygate: ${signal}, stopping ${config.workers} workers`)
     await settingUp.catch(() => null)
     const codes = await stopAll()
+    await closeMetrics?.()
     // The worker's own line says why; the primary's exit code says it to the supervisor.
     if (codes.some((code) => code !== 0)) throw new Error('a worker did not stop cleanly (see its line above)')
   })
   const root = await settingUp
   if (stopping) return
+  // One listener, here: each scrape sums the workers' registries (not one worker's numbers).
+  if (config.metrics && config.metrics.port !== 0) closeMetrics = await listenAggregated(config.metrics)
   servePrimary()
   const fork = (index: number) => {
     const worker = cluster.fork({ KEYGATE_WORKER_INDEX: String(index) })

@@ -5,7 +5,7 @@
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { Exchange } from '../http/exchange.ts'
 import type { Stage } from '../http/pipeline.ts'
 import { isStoreOutage } from '../storage/database.ts'
@@ -59,7 +59,8 @@ export class KernelMetrics {
       },
     })
     new Gauge({ name: 'keygate_call_log_queue_max', help: 'The bound of the call-log queue (log.queueMax).', registers }).set(sources.logQueueMax)
-    new Gauge({ name: 'keygate_info', help: 'The running version.', labelNames: ['version'], registers }).set({ version }, 1)
+    // 'max': with WORKERS the primary adds the workers' registries up; the version is one.
+    new Gauge({ name: 'keygate_info', help: 'The running version.', labelNames: ['version'], registers, aggregator: 'max' }).set({ version }, 1)
   }
 
   /** The per-call observer: counts and times every call that reached a route. */
@@ -111,25 +112,22 @@ export class KernelMetrics {
     // Only with a listener: the process collectors install GC and event-loop observers
     // that live as long as the process, which kernels that nobody scrapes do not need.
     collectDefaultMetrics({ register: this.registry })
-    const server = createServer((request, response) => {
-      const path = (request.url ?? '/').split('?')[0]
-      if ((request.method !== 'GET' && request.method !== 'HEAD') || path !== '/metrics') {
-        response.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('Error: Not found.')
-        return
-      }
-      this.registry.metrics().then(
-        (text) => response.writeHead(200, { 'Content-Type': this.registry.contentType }).end(request.method === 'HEAD' ? undefined : text),
-        () => response.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end('Error: Internal error.'),
-      )
-    })
+    const server = metricsServer(() => this.registry.metrics(), this.registry.contentType)
     this.server = server
-    return new Promise((resolve, reject) => {
-      server.once('error', reject)
-      server.listen(options.port, options.host, () => {
-        server.off('error', reject)
-        resolve((server.address() as AddressInfo).port)
-      })
-    })
+    return listenOn(server, options)
+  }
+
+  /**
+   * In a cluster worker (WORKERS > 1): no listener of its own; the primary's listener
+   * (listenAggregated) asks every worker for its registry over node:cluster's IPC and
+   * answers their sum, so one scrape counts every call of the host.
+   */
+  reportToPrimary(options: { port: number; host: string } | undefined): void {
+    if (!options || options.port === 0) return
+    collectDefaultMetrics({ register: this.registry })
+    // The constructor installs prom-client's worker side of the exchange (idempotent).
+    new AggregatorRegistry()
+    AggregatorRegistry.setRegistries([this.registry])
   }
 
   close(): Promise<void> {
@@ -141,4 +139,43 @@ export class KernelMetrics {
       server.closeAllConnections()
     })
   }
+}
+
+function metricsServer(text: () => Promise<string>, contentType: string): Server {
+  return createServer((request, response) => {
+    const path = (request.url ?? '/').split('?')[0]
+    if ((request.method !== 'GET' && request.method !== 'HEAD') || path !== '/metrics') {
+      response.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('Error: Not found.')
+      return
+    }
+    text().then(
+      (body) => response.writeHead(200, { 'Content-Type': contentType }).end(request.method === 'HEAD' ? undefined : body),
+      () => response.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end('Error: Internal error.'),
+    )
+  })
+}
+
+function listenOn(server: Server, options: { port: number; host: string }): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject)
+      resolve((server.address() as AddressInfo).port)
+    })
+  })
+}
+
+/**
+ * The metrics listener of a WORKERS > 1 primary: every scrape sums the live workers'
+ * registries (KernelMetrics.reportToPrimary), counters and histograms added up, so the
+ * numbers never jump back and forth between workers. Resolves with a close function.
+ */
+export async function listenAggregated(options: { port: number; host: string }): Promise<() => Promise<void>> {
+  const aggregator = new AggregatorRegistry()
+  const server = metricsServer(() => aggregator.clusterMetrics(), aggregator.contentType)
+  await listenOn(server, options)
+  return () => new Promise((resolve) => {
+    server.close(() => resolve())
+    server.closeAllConnections()
+  })
 }
