@@ -153,6 +153,8 @@ t.test('a start that fails on a setting (port in use, host or database unusable)
   const port = (busy.address() as AddressInfo).port
   const cases: [NodeJS.ProcessEnv, string][] = [
     [{ PORT: String(port) }, `keygate: invalid setting host or port: cannot listen on 127.0.0.1:${port} (EADDRINUSE)\n`],
+    [{ METRICS_PORT: String(port) }, `keygate: invalid setting metrics.port: cannot listen on 127.0.0.1:${port} (EADDRINUSE)\n`],
+    [{ METRICS_PORT: String(port), WORKERS: '2' }, `keygate: invalid setting metrics.port: cannot listen on 127.0.0.1:${port} (EADDRINUSE)\n`],
     [{ HOST: 'no-such-host.invalid' }, "keygate: invalid setting host: 'no-such-host.invalid' does not resolve (ENOTFOUND)\n"],
     [{ DATABASE_URL: `mysql://keygate:${password}@127.0.0.1:1/keygate` }, 'keygate: the database of databaseUrl mysql://keygate:***@127.0.0.1:1/keygate does not answer (is it running?): connect ECONNREFUSED 127.0.0.1:1\n'],
   ]

@@ -15,6 +15,11 @@ export function startFailure(error: unknown, config: Config): ConfigError | null
   const failure = error as NodeJS.ErrnoException & { hostname?: string }
   if (typeof failure !== 'object' || failure === null || typeof failure.code !== 'string') return null
   if (failure.syscall === 'listen') {
+    // The metrics listener (metrics.port) comes up first: name it, not the service's port.
+    const listenError = failure as NodeJS.ErrnoException & { port?: number }
+    if (config.metrics && config.metrics.port !== 0 && listenError.port === config.metrics.port && config.metrics.port !== config.port) {
+      return new ConfigError(`invalid setting metrics.port: cannot listen on ${config.metrics.host}:${config.metrics.port} (${failure.code})`)
+    }
     return new ConfigError(`invalid setting host or port: cannot listen on ${config.host}:${config.port} (${failure.code})`)
   }
   if (failure.syscall === 'getaddrinfo' && failure.hostname === config.host) {
