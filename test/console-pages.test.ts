@@ -48,6 +48,20 @@ t.test('the nav shows only the pages a key may use', (t) => withBrowser(t, async
   t.notOk(links.includes('Webhooks'), 'no Webhooks entry without the webhooks group')
 }))
 
+t.test('Audit and Webhooks are offered only to a key that may create keys, as the service requires', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const groups = await Promise.all(['Access list reader', 'Operation list reader', 'Key rotation and audit', 'Webhook administration'].map((name) => groupNamed(service, name)))
+  const holder = await insertKey(service, {}, groups)
+  // The service refuses both to this key (403: only a key that may create keys), although its ACL covers them.
+  for (const [method, path] of [['POST', '/Api/Read/Audit'], ['GET', '/Api/Read/Webhooks']] as const) {
+    t.equal((await service.call(method, path, { key: holder, body: method === 'POST' ? {} : undefined })).status, 403, path)
+  }
+  const page = await browser.newPage()
+  await signIn(page, service, { ...holder })
+  const links = await page.getByRole('navigation', { name: 'Pages' }).getByRole('link').allTextContents()
+  t.same(links, ['Access'], 'no Audit or Webhooks page that would only show a refusal')
+}))
+
 t.test('a key that may list its calls but not read one record is offered no record to open', (t) => withBrowser(t, async (browser) => {
   const service = await startService(t, { kind: 'sqlite' })
   const historyOnly = await createGroup(service.kernel.database.db, { name: 'History only', paths: [{ path: '/Api/Read/History', displayName: 'Recent calls' }] })

@@ -24,7 +24,9 @@ export const pages: PageEntry[] = [
   { id: 'usage', title: 'Usage', needs: [['POST', '/Api/Read/Usage']], component: UsagePage },
   { id: 'logs', title: 'Logs', needs: [['POST', '/Api/Read/History']], component: LogsPage },
   { id: 'people', title: 'People', needs: [['POST', '/people/read/list']], component: PeoplePage },
-  { id: 'audit', title: 'Audit', needs: [['POST', '/Api/Read/Audit']], component: AuditPage },
+  // The service answers the audit trail and webhooks only to a key that may create keys
+  // (403 to any other, whatever its ACL): without that the page would show only the refusal.
+  { id: 'audit', title: 'Audit', needs: [['POST', '/Api/Read/Audit'], ['POST', '/Api/Create/Key']], component: AuditPage },
   // The root key holds "Webhook administration" from the first start (bootstrap gives it every default group).
-  { id: 'webhooks', title: 'Webhooks', needs: [['GET', '/Api/Read/Webhooks']], component: WebhooksPage },
+  { id: 'webhooks', title: 'Webhooks', needs: [['GET', '/Api/Read/Webhooks'], ['POST', '/Api/Create/Key']], component: WebhooksPage },
 ]
