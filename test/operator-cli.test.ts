@@ -148,6 +148,7 @@ t.test('key show|disable|enable, group list, acl list|remove, root-key', async (
   t.not(rotated.Api_Secret, before.Api_Secret, 'a new secret')
   t.match(rotated.Api_Secret, /^[A-Za-z0-9_-]{43}$/)
   t.equal(JSON.parse(readFileSync(join(dataDir, 'admin-key.json'), 'utf8')).Api_Secret, before.Api_Secret, 'printed once, written nowhere')
+  t.match(fresh.stderr, `admin: ${join(dataDir, 'admin-key.json')} still holds the old secret`, 'and the stale key file is named')
   t.notOk(existsSync(join(dataDir, 'admin-key-2.json')))
   const database = new SQLite(join(dataDir, 'keygate.sqlite'), { readonly: true })
   const sealed = (database.prepare('select secret_enc from api_keys where id = ?').get(before.Id) as { secret_enc: string }).secret_enc

@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { recordChange } from '../../kernel/audit/auditTrail.ts'
 import { readSetting } from '../../kernel/boot/bootstrap.ts'
 import { newKeyCredentials } from '../../kernel/auth/keyIssuer.ts'
@@ -26,6 +28,27 @@ export const rootKey: AdminCommand = {
     })
     kernel.services.keys.changed(Number(row.id))
     console.error(`admin: the old secret stops working; ${serviceSeesIt(kernel)}`)
+    // Never rewritten (D10), but the signing client reads it by default: say it is stale.
+    for (const file of keyFilesOf(session.config.dataDir, row.api_key)) {
+      console.error(`admin: ${file} still holds the old secret (npm run call signs with it by default): replace its Api_Secret with the new one, or remove it`)
+    }
     return { Id: Number(row.id), Api_Key: row.api_key, Api_Secret: secret }
   },
+}
+
+/** The data folder's admin-key*.json files that hold this Api_Key. */
+function keyFilesOf(dataDir: string, apiKey: string): string[] {
+  let names: string[]
+  try {
+    names = readdirSync(dataDir).filter((name) => /^admin-key(-\d+)?\.json$/.test(name))
+  } catch {
+    return []
+  }
+  return names.map((name) => join(dataDir, name)).filter((file) => {
+    try {
+      return (JSON.parse(readFileSync(file, 'utf8')) as { Api_Key?: unknown }).Api_Key === apiKey
+    } catch {
+      return false
+    }
+  })
 }
