@@ -19,6 +19,13 @@ t.test('Require_Https over plain HTTP and behind a trusted proxy', (t) =>
     t.equal((await service.call('GET', '/Probe/Echo', { key: httpsKey, headers: { 'x-forwarded-proto': 'https' } })).status, 200, 'the trusted proxy says https')
     t.equal((await service.call('GET', '/Probe/Echo', { key: httpsKey, headers: { 'x-forwarded-proto': 'http' } })).status, 403)
     t.equal((await service.call('GET', '/Probe/Echo', { key: httpsKey, headers: { 'x-forwarded-proto': 'https, http' } })).status, 403, 'the nearest proxy (last value) decides')
+    // A proxy that writes only RFC 7239 Forwarded (docs/deploy.md: it "needs nothing more").
+    const viaForwarded = (forwarded: string, more: Record<string, string> = {}) => service.call('GET', '/Probe/Echo', { key: httpsKey, headers: { forwarded, ...more } }).then((answer) => answer.status)
+    t.equal(await viaForwarded('for=198.51.100.17;proto=https'), 200, 'Forwarded proto=https of the trusted proxy')
+    t.equal(await viaForwarded('for=198.51.100.17;proto="HTTPS";by=_proxy'), 200, 'quoted, any case')
+    t.equal(await viaForwarded('for=198.51.100.17;proto=http'), 403)
+    t.equal(await viaForwarded('proto=https, for=198.51.100.17'), 403, "only the nearest proxy's element (the last) counts, not one its client sent")
+    t.equal(await viaForwarded('for=198.51.100.17;proto=https', { 'x-forwarded-proto': 'http' }), 403, 'X-Forwarded-Proto, when sent, decides')
 
     await service.kernel.database.db.updateTable('api_acl').set({ require_https: 1 }).where('path', '=', '/Probe/Echo').execute()
     service.kernel.services.keys.accessChanged()
@@ -33,6 +40,7 @@ t.test('X-Forwarded-Proto from an untrusted peer is ignored', (t) =>
     const service = await startService(t, { kind, plugins: [probePlugin] })
     const httpsKey = await insertKey(service, { require_https: 1 })
     t.equal((await service.call('GET', '/Probe/Echo', { key: httpsKey, headers: { 'x-forwarded-proto': 'https' } })).status, 403)
+    t.equal((await service.call('GET', '/Probe/Echo', { key: httpsKey, headers: { forwarded: 'for=198.51.100.17;proto=https' } })).status, 403, 'nor is its Forwarded proto=')
   }),
 )
 

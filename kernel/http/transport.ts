@@ -11,15 +11,29 @@ export function peerAddress(request: IncomingMessage): string {
 }
 
 /**
+ * The `proto=` of the last element of a `Forwarded` header (RFC 7239): the element the
+ * nearest proxy appended, about the connection it received. Null when it names none.
+ */
+function forwardedProto(lines: string[]): string | null {
+  const element = lines.join(',').split(',').pop() ?? ''
+  for (const pair of element.split(';')) {
+    const equals = pair.indexOf('=')
+    if (equals !== -1 && pair.slice(0, equals).trim().toLowerCase() === 'proto') return pair.slice(equals + 1).trim().replace(/^"|"$/g, '').toLowerCase()
+  }
+  return null
+}
+
+/**
  * True when the call arrived over TLS: our own listener, or a trusted proxy (by peer
- * address) that says so in X-Forwarded-Proto. Anyone else's X-Forwarded-Proto is ignored.
+ * address) that says so in X-Forwarded-Proto or, when it sends none, in the `proto=` of
+ * the `Forwarded` element it appended. Anyone else's forwarding headers are ignored.
  */
 export function secureTransport(trustedProxies: ReadonlySet<string>) {
   return (request: IncomingMessage): boolean => {
     if ((request.socket as TLSSocket).encrypted) return true
     if (trustedProxies.size === 0 || !trustedProxies.has(peerAddress(request))) return false
     const forwarded = request.headers['x-forwarded-proto']
-    if (typeof forwarded !== 'string') return false
+    if (typeof forwarded !== 'string') return forwardedProto(request.headersDistinct.forwarded ?? []) === 'https'
     // With a chain of proxies the nearest one (ours) appended the last value.
     const last = forwarded.slice(forwarded.lastIndexOf(',') + 1).trim().toLowerCase()
     return last === 'https'
