@@ -80,9 +80,12 @@ export function createServer(options: HttpServerOptions): HttpServer {
   // Set by close(): an answer given while draining closes its connection (Connection: close), so the
   // process need not wait for that client's keep-alive to end.
   let draining = false
+  // Connections accepted and calls begun so far: close() waits while these still grow.
+  let arrivals = 0
 
   /** `expectsContinue`: sent with `Expect: 100-continue`; node:http has not answered 100 (checkContinue below). */
   async function handle(request: IncomingMessage, response: ServerResponse, expectsContinue: boolean): Promise<void> {
+    arrivals++
     // HTTP/1.1 requires Host, exactly once (RFC 9112 3.2); node:http's own refusal had
     // no body. A second Host line is joined to the first (joinDuplicateHeaders below).
     const host = request.headers.host
@@ -165,6 +168,7 @@ export function createServer(options: HttpServerOptions): HttpServer {
   const connections = new Set<Duplex>()
   server.on(config.tls ? 'secureConnection' : 'connection', (socket: Duplex) => {
     connections.add(socket)
+    arrivals++
     socket.once('close', () => connections.delete(socket))
   })
   // CONNECT (a tunnel) is no call of this service; without a listener node:http closes
@@ -205,6 +209,16 @@ export function createServer(options: HttpServerOptions): HttpServer {
     async close() {
       // Stop accepting; idle keep-alive sockets close now, busy ones after their answer.
       draining = true
+      // A call whose client has sent it is in flight even when this process has not taken
+      // it up yet: its connection still in the listen backlog, or its bytes not yet read
+      // (both are common under load, when the event loop runs behind). Closing the
+      // listener would reset the first, and ending the connections without a request the
+      // second. So let the event loop accept what waits and read what was sent (a few
+      // turns, until a turn brings nothing new) before the listener closes.
+      for (let turn = 0, seen = -1; turn < 20 && (turn < 2 || seen !== arrivals); turn++) {
+        seen = arrivals
+        await new Promise<void>((resolve) => setImmediate(resolve))
+      }
       await new Promise<void>((resolve) => {
         if (!server.listening) return resolve()
         server.close(() => resolve())
