@@ -71,6 +71,8 @@ t.test('a bad setting names itself', async (t) => {
   t.same(loadConfig({}, { WEBHOOKS_ALLOW_ADDRESSES: '127.0.0.1, ::1, 10.0.0.0/8, fd00::/8' }).webhooks?.allowAddresses, ['127.0.0.1', '::1', '10.0.0.0/8', 'fd00::/8'], 'addresses and CIDR ranges pass')
   t.throws(() => loadConfig({ tls: { certFile: '/nonexistent/cert.pem', keyFile: '/nonexistent/key.pem' } }, {}), /^invalid setting tls\.certFile: the file \/nonexistent\/cert\.pem does not exist$/)
   t.throws(() => loadConfig({ nodes: { heartbeatMs: 30000, expireMs: 30000 } }, {}), /^invalid setting nodes\.heartbeatMs: must be less than nodes\.expireMs \(got 30000 >= 30000\)$/)
+  t.throws(() => loadConfig({ timeouts: { headersMs: 10000, requestMs: 5000, keepAliveMs: 5000, maxHeaderSize: 16384 } }, {}), /^invalid setting timeouts\.headersMs: must be at most timeouts\.requestMs \(got 10000 > 5000\)$/)
+  t.doesNotThrow(() => loadConfig({ timeouts: { headersMs: 5000, requestMs: 5000, keepAliveMs: 5000, maxHeaderSize: 16384 } }, {}), 'headersMs equal to requestMs is fine')
 })
 
 t.test('npm start with a bad setting stops with one line and a non-zero exit', async (t) => {

@@ -334,6 +334,8 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
   if (config.nodeId !== null && config.nodeId + config.workers > 16) throw new ConfigError(`invalid setting workers: nodeId + workers must be at most 16 (got ${config.nodeId} + ${config.workers})`)
   // A heartbeat slower than the expiry would make a live process look gone and lose its node id.
   if (config.nodes.heartbeatMs >= config.nodes.expireMs) throw new ConfigError(`invalid setting nodes.heartbeatMs: must be less than nodes.expireMs (got ${config.nodes.heartbeatMs} >= ${config.nodes.expireMs})`)
+  // node:http refuses a headers timeout longer than the request's (a RangeError at start, with a stack trace).
+  if (config.timeouts.headersMs > config.timeouts.requestMs) throw new ConfigError(`invalid setting timeouts.headersMs: must be at most timeouts.requestMs (got ${config.timeouts.headersMs} > ${config.timeouts.requestMs})`)
   if (!isTimeZone(config.people.timeZone)) throw new ConfigError(`invalid setting people.timeZone: not an IANA time zone (got ${JSON.stringify(config.people.timeZone)})`)
   // A range here would never equal a peer's address: the proxy would silently become the client.
   const badProxy = config.trustProxy.find((entry) => isIP(entry) === 0)
