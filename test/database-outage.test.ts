@@ -50,6 +50,58 @@ t.test('MariaDB stops and starts again: 503 meanwhile, recovery without a restar
   t.equal((rows as unknown[]).length, okIds.length, `every one of the ${okIds.length} answered calls has its log record`)
 })
 
+t.test('MariaDB stays away while calls keep coming: once the log queue is full, a new call is a prompt 503, not a wait for the whole outage', async (t) => {
+  const mariadb = await PrivateMariadb.create()
+  t.teardown(() => mariadb.destroy())
+  const queueMax = 20
+  const service = await startService(t, { kind: 'sqlite', plugins: [probePlugin], config: { databaseUrl: mariadb.url, log: { detailDays: 7, recordDays: 30, batchSize: 50, flushMs: 20, queueMax, purgeEveryMs: 60000, purgeBatch: 1000 } } })
+  const okIds: string[] = []
+  t.equal((await service.call('GET', '/Probe/Count')).status, 200)
+  await mariadb.stop()
+  // The key is cached and /Probe/Echo needs no query: its answers are 200, their records queued.
+  const first = await service.call('GET', '/Probe/Echo')
+  t.equal(first.status, 200)
+  okIds.push(first.headers.get('x-requestid')!)
+  // The log's writes have failed by now: the service knows the database is away.
+  await new Promise((resolve) => setTimeout(resolve, 1500))
+  const answers: string[] = []
+  let refused: Awaited<ReturnType<typeof service.call>> | null = null
+  for (let index = 0; index < 2 * queueMax && refused === null; index++) {
+    const started = Date.now()
+    const answer = await Promise.race([service.call('GET', '/Probe/Echo'), new Promise<null>((resolve) => setTimeout(() => resolve(null), 3000))])
+    if (answer === null) {
+      answers.push('no answer in 3 s')
+      break
+    }
+    answers.push(`${answer.status} in ${Date.now() - started} ms`)
+    if (answer.status === 200) okIds.push(answer.headers.get('x-requestid')!)
+    else refused = answer
+  }
+  t.not(refused, null, `a call is refused once the queue is full (${answers.join(', ')})`)
+  t.ok(okIds.length <= queueMax, `at most queueMax answered calls hold records in the queue (${okIds.length})`)
+  t.equal(refused?.status, 503)
+  t.equal(refused?.text, 'Error: Service temporarily unavailable, try again shortly.')
+  t.equal(refused?.headers.get('retry-after'), '2')
+  t.equal(refused?.headers.get('x-requestid'), null, 'refused before it was authenticated: no request id, no record to keep')
+
+  await mariadb.start()
+  let recovered = false
+  for (let attempt = 0; attempt < 100 && !recovered; attempt++) {
+    const answer = await service.call('GET', '/Probe/Echo')
+    if (answer.status === 200) {
+      recovered = true
+      okIds.push(answer.headers.get('x-requestid')!)
+    } else await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  t.ok(recovered, 'the service answers again once the queue is written')
+  await service.stop()
+  const { createConnection } = await import('mysql2/promise')
+  const connection = await createConnection({ host: '127.0.0.1', port: mariadb.port, user: 'root', database: 'keygate' })
+  const [rows] = await connection.query('select id from api_log where id in (?)', [okIds.map(Number)])
+  await connection.end()
+  t.equal((rows as unknown[]).length, okIds.length, `every one of the ${okIds.length} answered calls has its log record`)
+})
+
 t.test('MariaDB stops answering (paused, connections open): 503 within the time limit, recovery by itself, no record lost', async (t) => {
   const mariadb = await PrivateMariadb.create()
   t.teardown(() => mariadb.destroy())

@@ -53,6 +53,11 @@ export class CallLog {
     return this.queue.admit()
   }
 
+  /** The database is away and the queue is full: a new call is refused (503) rather than left waiting. */
+  refusesNewCalls(): boolean {
+    return this.queue.refusesNewCalls()
+  }
+
   append(row: LogRow): void {
     this.queue.append(row)
   }

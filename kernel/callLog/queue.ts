@@ -26,6 +26,8 @@ export class CallLogQueue {
   private closed = false
   /** Waiting calls let go whose records are not appended yet (they hold room in the queue). */
   private woken = 0
+  /** The last write failed because the database is unreachable (cleared by the next write that lands). */
+  private outage = false
   /** Told the duration of each written batch (metrics); null = nobody listens. */
   flushObserver: ((seconds: number) => void) | null = null
 
@@ -44,6 +46,18 @@ export class CallLogQueue {
     // write, in arrival order, is the backpressure.
     this.flushSoon(0)
     return new Promise((resolve) => this.waiters.push(resolve))
+  }
+
+  /**
+   * True while the database is away and the queue is (nearly) full: a new call would
+   * only wait, for as long as the outage lasts, for room for its record. It is refused
+   * at once instead (503, before it is authenticated, so it has no record to keep).
+   * A tenth of the queue stays for the calls already under way. With the database up
+   * (only slow) nothing is refused: a full queue then slows callers down (backpressure).
+   */
+  refusesNewCalls(): boolean {
+    if (!this.outage) return false
+    return this.waiters.length > 0 || this.queue.length + this.woken >= this.options.queueMax - Math.floor(this.options.queueMax / 10)
   }
 
   append(row: LogRow): void {
@@ -90,6 +104,7 @@ export class CallLogQueue {
           const started = performance.now()
           await this.insertBatch(batch)
           written = batch.length
+          this.outage = false
           this.flushObserver?.((performance.now() - started) / 1000)
         } catch (error) {
           if (isStoreOutage(error)) throw error
@@ -98,12 +113,14 @@ export class CallLogQueue {
       } catch (error) {
         // An outage: keep what is not written; it is retried with backoff and stays
         // readable from the queue meanwhile.
+        this.outage = true
         this.done(written)
         this.retryDelayMs = Math.min(this.retryDelayMs * 2, 5000)
         this.report(error)
         return
       }
       this.retryDelayMs = 100
+      this.outage = false
       this.done(written)
     }
   }

@@ -21,7 +21,7 @@ import { creditsStage } from './stages/credits.ts'
 import { parseInputStage } from './stages/parseInput.ts'
 import { cacheStage } from './stages/cache.ts'
 import { handleStage } from './stages/handle.ts'
-import { logStage } from './stages/log.ts'
+import { logRoomStage, logStage } from './stages/log.ts'
 import { replayStage } from './stages/replay.ts'
 import { idempotencyStage } from './stages/idempotency.ts'
 import { publishChangesStage } from './stages/publishChanges.ts'
@@ -85,6 +85,7 @@ export function buildPipelines(parts: PipelineParts): Pipelines {
   const lookupAcl = aclLookup(keys)
   const stage = {
     log: logStage(callLog, config, proxies),
+    logRoom: logRoomStage(callLog),
     closeUnread: closeUnreadStage(),
     authenticate: authenticateStage(keys, clock),
     acl: authorizeStage(keys, lookupAcl, requestIds, proxies.isSecure),
@@ -109,13 +110,13 @@ export function buildPipelines(parts: PipelineParts): Pipelines {
   // A call without a body is verified at once; the rate limit comes before the ACL
   // decision, so a key probing paths it may not call spends its MaxHits too.
   const withoutBody = pipeline([
-    ...observers, stage.log, stage.authenticate, stage.verify, stage.rateLimit, stage.replay, stage.credits, stage.acl, stage.input, stage.idempotency, ...stage.cache, ...stage.publish, stage.handler,
+    ...observers, stage.log, stage.logRoom, stage.authenticate, stage.verify, stage.rateLimit, stage.replay, stage.credits, stage.acl, stage.input, stage.idempotency, ...stage.cache, ...stage.publish, stage.handler,
   ])
   // A call with a body is refused before a byte of it is read when its key, date or ACL
   // already says no; the body is read (up to the route's limit) only for a caller the
   // ACL admits, and the signature over it is verified after.
   const withBody = pipeline([
-    ...observers, stage.log, stage.closeUnread, stage.authenticate, stage.acl, stage.body, stage.verify, stage.rateLimit, stage.replay, stage.credits, stage.input, stage.idempotency, ...stage.cache, ...stage.publish, stage.handler,
+    ...observers, stage.log, stage.closeUnread, stage.logRoom, stage.authenticate, stage.acl, stage.body, stage.verify, stage.rateLimit, stage.replay, stage.credits, stage.input, stage.idempotency, ...stage.cache, ...stage.publish, stage.handler,
   ])
   return {
     pipelineFor: (request) => (announcesBody(request) ? withBody : withoutBody),
