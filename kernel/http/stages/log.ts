@@ -162,21 +162,6 @@ function callLogger(callLog: CallLog, config: Config, proxies: ProxyTrust) {
  * carries the id (D8). A full log queue makes the call wait (backpressure) instead of
  * losing its record.
  */
-/**
- * Before anything else (no request id yet, so nothing to log): while the database is
- * away and the log queue is full, a call is answered 503 at once. Without this it would
- * run and then wait, for the whole outage, for room for its record (the backpressure
- * of logStage), and every client would hang instead of hearing that the service is down.
- */
-export function logRoomStage(callLog: CallLog): Stage {
-  return {
-    name: 'log-room',
-    run(exchange) {
-      if (callLog.refusesNewCalls()) exchange.answer = errorAnswer('Error: Service temporarily unavailable, try again shortly.', 503, [['Retry-After', '2']])
-    },
-  }
-}
-
 export function logStage(callLog: CallLog, config: Config, proxies: ProxyTrust): Stage {
   const logCall = callLogger(callLog, config, proxies)
   const record = (exchange: Exchange) => {
@@ -191,6 +176,21 @@ export function logStage(callLog: CallLog, config: Config, proxies: ProxyTrust):
       const room = callLog.admit()
       if (room) return room.then(() => record(exchange))
       record(exchange)
+    },
+  }
+}
+
+/**
+ * Before anything else (no request id yet, so nothing to log): while the database is
+ * away and the log queue is full, a call is answered 503 at once. Without this it would
+ * run and then wait, for the whole outage, for room for its record (the backpressure
+ * of logStage), and every client would hang instead of hearing that the service is down.
+ */
+export function logRoomStage(callLog: CallLog): Stage {
+  return {
+    name: 'log-room',
+    run(exchange) {
+      if (callLog.refusesNewCalls()) exchange.answer = errorAnswer('Error: Service temporarily unavailable, try again shortly.', 503, [['Retry-After', '2']])
     },
   }
 }
