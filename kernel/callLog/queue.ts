@@ -104,7 +104,6 @@ export class CallLogQueue {
           const started = performance.now()
           await this.insertBatch(batch)
           written = batch.length
-          this.outage = false
           this.flushObserver?.((performance.now() - started) / 1000)
         } catch (error) {
           if (isStoreOutage(error)) throw error

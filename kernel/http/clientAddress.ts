@@ -1,18 +1,10 @@
 import type { IncomingMessage } from 'node:http'
 import { isIP } from 'node:net'
-import { peerAddress, plainAddress } from './transport.ts'
+import { forwardedValues, peerAddress, plainAddress } from './transport.ts'
 
 /** `for=` values of a `Forwarded` header (RFC 7239), nearest proxy's last. */
 function forwardedFor(header: string): string[] {
-  const found: string[] = []
-  for (const element of header.split(',')) {
-    for (const pair of element.split(';')) {
-      const equals = pair.indexOf('=')
-      if (equals === -1 || pair.slice(0, equals).trim().toLowerCase() !== 'for') continue
-      found.push(pair.slice(equals + 1).trim())
-    }
-  }
-  return found
+  return header.split(',').flatMap((element) => forwardedValues(element, 'for'))
 }
 
 /** An address as written in a forwarding header: quotes, `[v6]:port` and `v4:port` taken off. */

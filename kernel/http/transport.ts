@@ -11,16 +11,25 @@ export function peerAddress(request: IncomingMessage): string {
 }
 
 /**
+ * The values of parameter `name` (`for`, `proto`) in one element of a `Forwarded` header
+ * (RFC 7239), trimmed, in their order; quotes are left to the caller.
+ */
+export function forwardedValues(element: string, name: string): string[] {
+  const found: string[] = []
+  for (const pair of element.split(';')) {
+    const equals = pair.indexOf('=')
+    if (equals !== -1 && pair.slice(0, equals).trim().toLowerCase() === name) found.push(pair.slice(equals + 1).trim())
+  }
+  return found
+}
+
+/**
  * The `proto=` of the last element of a `Forwarded` header (RFC 7239): the element the
  * nearest proxy appended, about the connection it received. Null when it names none.
  */
 function forwardedProto(lines: string[]): string | null {
-  const element = lines.join(',').split(',').pop() ?? ''
-  for (const pair of element.split(';')) {
-    const equals = pair.indexOf('=')
-    if (equals !== -1 && pair.slice(0, equals).trim().toLowerCase() === 'proto') return pair.slice(equals + 1).trim().replace(/^"|"$/g, '').toLowerCase()
-  }
-  return null
+  const proto = forwardedValues(lines.join(',').split(',').pop() ?? '', 'proto')[0]
+  return proto === undefined ? null : proto.replace(/^"|"$/g, '').toLowerCase()
 }
 
 /**
