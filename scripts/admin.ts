@@ -93,7 +93,9 @@ function session(config: Config): AdminSession & { close(): Promise<void> } {
 }
 
 async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv
+  // `--json` is a global option (D10): accepted before the command too (`admin -- --json key list`).
+  const leadingJson = argv[0] === '--json'
+  const [name, ...rest] = leadingJson ? argv.slice(1) : argv
   if (name === undefined || name === '--help' || name === '-h') {
     console.error(usage)
     return name === undefined ? 2 : 0
@@ -125,7 +127,7 @@ async function main(argv: string[]): Promise<number> {
   console.error(`keygate admin: ${databaseLabel(config)}`)
   const current = session(config)
   try {
-    show(await command.run(current, parsed.positionals, parsed.values), parsed.values.json === true)
+    show(await command.run(current, parsed.positionals, parsed.values), leadingJson || parsed.values.json === true)
     return 0
   } catch (error) {
     console.error(`admin: ${(error as Error).message}`)

@@ -331,3 +331,15 @@ t.test('a stray word is a usage error (exit 2) that changes nothing, not silentl
   const entries = JSON.parse((await runAdmin(['acl', 'list', '--json'], env)).stdout)
   t.notOk(entries.some((entry: { Path: string }) => entry.Path === '/Extra/Read/Thing'), 'no ACL entry was made')
 })
+
+t.test('--json is a global option: it may come before the command too (D10)', async (t) => {
+  const dataDir = tempDir(t)
+  const made = await runAdmin(['--json', 'key', 'bootstrap', '--parent', '7', '--custno', '0', '--name', 'json first'], { DATA_DIR: dataDir })
+  t.equal(made.code, 0, made.stderr)
+  t.same(Object.keys(JSON.parse(made.stdout)), ['Id', 'Api_Key', 'Api_Secret'], 'key bootstrap --json prints {"Id","Api_Key","Api_Secret"}')
+  const listed = await runAdmin(['--json', 'key', 'list'], { DATA_DIR: dataDir })
+  t.equal(listed.code, 0, listed.stderr)
+  t.same(JSON.parse(listed.stdout).map((key: { Name: string }) => key.Name), ['Root administrator', 'json first'])
+  const code = await runAdmin(['--json', 'daycode'], { DATA_DIR: dataDir })
+  t.match(JSON.parse(code.stdout), /^\d{8}$/)
+})
