@@ -343,3 +343,16 @@ t.test('--json is a global option: it may come before the command too (D10)', as
   const code = await runAdmin(['--json', 'daycode'], { DATA_DIR: dataDir })
   t.match(JSON.parse(code.stdout), /^\d{8}$/)
 })
+
+t.test('key list --parent/--custno lists that tenant only; an option a key subcommand does not take is refused', async (t) => {
+  const dataDir = tempDir(t)
+  t.equal((await runAdmin(['key', 'bootstrap', '--parent', '7', '--custno', '3', '--name', 'seven three'], { DATA_DIR: dataDir })).code, 0)
+  t.equal((await runAdmin(['key', 'bootstrap', '--parent', '7', '--custno', '4', '--name', 'seven four'], { DATA_DIR: dataDir })).code, 0)
+  const names = async (...words: string[]) => JSON.parse((await runAdmin(['key', 'list', ...words, '--json'], { DATA_DIR: dataDir })).stdout).map((key: { Name: string }) => key.Name)
+  t.same(await names(), ['Root administrator', 'seven three', 'seven four'])
+  t.same(await names('--parent', '7'), ['seven three', 'seven four'], 'not every tenant\'s keys')
+  t.same(await names('--parent', '7', '--custno', '4'), ['seven four'])
+  const shown = await runAdmin(['key', 'show', '2', '--parent', '7'], { DATA_DIR: dataDir })
+  t.equal(shown.code, 2)
+  t.match(shown.stderr, 'admin: key show: --parent and --custno are not options of it')
+})

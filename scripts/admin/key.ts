@@ -3,7 +3,7 @@ import { issueKey } from '../../kernel/auth/keyIssuer.ts'
 import { isUniqueViolation } from '../../kernel/storage/database.ts'
 import { httpDate } from '../../kernel/auth/apiDate.ts'
 import type { KeyRecord } from '../../kernel/auth/keyAdministration.ts'
-import { UsageError, integerOption, noMoreWords, serviceSeesIt, nameOption, parentOption, type AdminCommand } from './command.ts'
+import { UsageError, integerOption, noMoreWords, serviceSeesIt, nameOption, parentOption, wholeNumberOption, type AdminCommand } from './command.ts'
 import { recordChange } from '../../kernel/audit/auditTrail.ts'
 import { keyChangeEvent } from '../../kernel/events/keyEvents.ts'
 
@@ -25,13 +25,22 @@ function keyId(words: string[], command: string): number {
 /** `key bootstrap|list|show|disable|enable`: keys, always through the kernel. */
 export const key: AdminCommand = {
   usage: `  key bootstrap --parent N --custno N --name NAME   an admin key for a tenant (the root key's groups)
-  key list                                          every key, without secrets
+  key list [--parent N] [--custno N]                every key (of that tenant), without secrets
   key show ID                                       one key and its groups
   key disable ID | key enable ID                    EndDate now (as the API's disable) | no EndDate`,
   options: { parent: { type: 'string' }, custno: { type: 'string' }, name: { type: 'string' } },
   async run(session, words, options) {
     // A bad option or a stray word is refused before the database is opened.
     if (words[0] === 'bootstrap' || words[0] === 'list') noMoreWords(words, 1, `key ${words[0]}`)
+    // An option a subcommand does not take is refused, never silently dropped (a `key list
+    // --parent 7` that listed every tenant's keys would mislead).
+    if (words[0] !== 'bootstrap' && options.name !== undefined) throw new UsageError(`key ${words[0]}: --name is not an option of it`)
+    if (words[0] !== 'bootstrap' && words[0] !== 'list' && (options.parent !== undefined || options.custno !== undefined)) {
+      throw new UsageError(`key ${words[0]}: --parent and --custno are not options of it`)
+    }
+    const listed = words[0] === 'list'
+      ? { parent: options.parent === undefined ? undefined : wholeNumberOption(options.parent, 'parent'), custno: options.custno === undefined ? undefined : wholeNumberOption(options.custno, 'custno') }
+      : null
     const wanted = words[0] === 'bootstrap'
       ? { parent: parentOption(options.parent, 'key bootstrap'), custno: integerOption(options.custno, 'custno'), name: nameOption(options.name, 'name', 'key bootstrap') }
       : null
@@ -55,7 +64,10 @@ export const key: AdminCommand = {
       }
     }
     if (words[0] === 'list') {
-      const rows = await db.selectFrom('api_keys').selectAll().orderBy('id').execute()
+      const rows = await db.selectFrom('api_keys').selectAll()
+        .$if(listed?.parent !== undefined, (query) => query.where('parent', '=', listed!.parent!))
+        .$if(listed?.custno !== undefined, (query) => query.where('custno', '=', listed!.custno!))
+        .orderBy('id').execute()
       return rows.map((row) => keyRow(row, now))
     }
     if (words[0] === 'show') {
