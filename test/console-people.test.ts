@@ -180,3 +180,22 @@ t.test('a key that may read people but not change them is offered no upload and 
   t.equal(await missing.getByLabel(/^Upload photo of /).count(), 0, 'no upload button')
   t.equal(await page.getByRole('region', { name: 'Import people from CSV' }).count(), 0, 'no import')
 }))
+
+t.test('a photo uploaded from the missing list shows in the directory below at once', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  t.equal((await service.call('POST', '/People/Update/OneChange', { body: { FirstName: 'Ada', LastName: 'Lovelace', Source_Id: 'A1' } })).status, 200)
+  const page = await browser.newPage()
+  await signIn(page, service)
+  await page.goto(consoleUrl(service, 'people'))
+  const directory = page.getByRole('region', { name: 'People', exact: true })
+  const row = directory.getByRole('row', { name: /Ada Lovelace/ })
+  await row.waitFor()
+  t.equal(await row.getByRole('cell').last().textContent(), 'no', 'no photo yet')
+  const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64')
+  await page.getByLabel('Upload photo of Ada Lovelace').setInputFiles({ name: 'photo.png', mimeType: 'image/png', buffer: png })
+  await page.getByText('Photo of Ada Lovelace uploaded.').waitFor()
+  await page.getByText('Everyone has a photo.').waitFor()
+  // Without a reload of the page: the directory's Photo column follows the upload.
+  await row.getByRole('cell', { name: 'yes', exact: true }).waitFor({ timeout: 5000 }).catch(() => {})
+  t.equal(await row.getByRole('cell').last().textContent(), 'yes', 'the directory shows the photo')
+}))

@@ -26,7 +26,7 @@ function readAsDataUrl(file: File): Promise<string> {
 /** People per page of the missing-photo list: each has an upload button. */
 const missingPageSize = 20
 
-function MissingPhotos({ api }: { api: Api }) {
+function MissingPhotos({ api, onUploaded }: { api: Api; onUploaded: () => void }) {
   const [page, setPage] = useState(1)
   const missing = useLoad(() => api.call<Listing>('GET', `/People/Read/Missing?page=${page}&size=${missingPageSize}`), [page])
   // A key that may read people but not change them sees who is missing a photo, with no upload it would be refused.
@@ -43,6 +43,8 @@ function MissingPhotos({ api }: { api: Api }) {
     await api.call('POST', '/People/Update/OnePhoto', { Id: person.Id, Image: await readAsDataUrl(file) })
     setStatus(`Photo of ${name(person)} uploaded.`)
     missing.reload()
+    // The directory below shows Photo too: reload it, or it still says "no" for this person.
+    onUploaded()
   })
   return (
     <section aria-labelledby="missing-title">
@@ -72,11 +74,11 @@ function MissingPhotos({ api }: { api: Api }) {
   )
 }
 
-function PeopleList({ api, round }: { api: Api; round: number }) {
+function PeopleList({ api, round, photos }: { api: Api; round: number; photos: number }) {
   const [query, setQuery] = useState({ filter: '', sort: 'LastName,FirstName' })
   const [applied, setApplied] = useState(query)
   const [page, setPage] = useState(1)
-  const listing = useLoad(() => api.call<Listing>('POST', '/people/read/list', { page, size: 50, sort: applied.sort, ...(applied.filter.trim() ? { filter: applied.filter.trim() } : {}) }), [applied, page, round])
+  const listing = useLoad(() => api.call<Listing>('POST', '/people/read/list', { page, size: 50, sort: applied.sort, ...(applied.filter.trim() ? { filter: applied.filter.trim() } : {}) }), [applied, page, round, photos])
   const pages = Number(listing.data?.Page.split(' of ')[1] ?? 1)
   return (
     <section aria-labelledby="list-title">
@@ -207,11 +209,13 @@ function Today({ api }: { api: Api }) {
 /** People: missing photos with upload, the list with filter and sort, CSV import, today's occasions. */
 export function PeoplePage({ api }: { api: Api }) {
   const [round, setRound] = useState(0)
+  // Bumped by a photo upload: reloads the directory without remounting the missing list (its status line stays).
+  const [photos, setPhotos] = useState(0)
   return (
     <>
       <PageTitle>People</PageTitle>
-      {api.may('GET', '/People/Read/Missing') && <MissingPhotos key={round} api={api} />}
-      <PeopleList api={api} round={round} />
+      {api.may('GET', '/People/Read/Missing') && <MissingPhotos key={round} api={api} onUploaded={() => setPhotos((count) => count + 1)} />}
+      <PeopleList api={api} round={round} photos={photos} />
       {api.may('POST', '/people/update/importmass') && <CsvImport api={api} onDone={() => setRound(round + 1)} />}
       {api.may('GET', '/People/Read/Today') && <Today key={round} api={api} />}
     </>
