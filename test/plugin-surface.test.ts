@@ -15,11 +15,13 @@ const sdk = join(repository, 'kernel', 'sdk.ts')
 function sourceFiles(folder: string): string[] {
   return readdirSync(folder).flatMap((name) => {
     const path = join(folder, name)
-    return statSync(path).isDirectory() ? sourceFiles(path) : /\.(ts|js|mjs)$/.test(name) ? [path] : []
+    // .tsx too: the console's pages are plugin code like any other.
+    return statSync(path).isDirectory() ? sourceFiles(path) : /\.(ts|tsx|mts|cts|js|jsx|mjs|cjs)$/.test(name) ? [path] : []
   })
 }
 
-const importPattern = /(?:^|\n)\s*(?:import|export)\b[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g
+// import/export ... from 'x', import('x'), and the bare side-effect import 'x' (which runs a kernel module as surely).
+const importPattern = /(?:^|\n)\s*(?:import|export)\b[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|(?:^|\n)\s*import\s*['"]([^'"]+)['"]/g
 
 t.test('every plugin imports the kernel only through kernel/sdk.ts, and no other plugin', async (t) => {
   const files = sourceFiles(pluginsFolder)
@@ -28,7 +30,7 @@ t.test('every plugin imports the kernel only through kernel/sdk.ts, and no other
     const plugin = relative(pluginsFolder, file).split(sep)[0]
     const text = readFileSync(file, 'utf8')
     for (const match of text.matchAll(importPattern)) {
-      const specifier = match[1] ?? match[2]
+      const specifier = match[1] ?? match[2] ?? match[3]
       // Kysely comes through the sdk too, so a plugin outside the repository needs no copy of its own.
       if (specifier === 'kysely') t.fail(`${relative(repository, file)} imports kysely: take it from kernel/sdk.ts`)
       if (!specifier.startsWith('.')) continue
@@ -43,6 +45,9 @@ t.test('every plugin imports the kernel only through kernel/sdk.ts, and no other
 
 t.test('the check itself catches a reach into the kernel', async (t) => {
   const text = "import { issueKey } from '../../kernel/auth/keyIssuer.ts'\n"
-  const specifiers = [...text.matchAll(importPattern)].map((match) => match[1] ?? match[2])
+  const specifiers = [...text.matchAll(importPattern)].map((match) => match[1] ?? match[2] ?? match[3])
   t.same(specifiers, ['../../kernel/auth/keyIssuer.ts'])
+  const sideEffect = "import '../../kernel/boot/config.ts'\nimport './style.css'\n"
+  t.same([...sideEffect.matchAll(importPattern)].map((match) => match[1] ?? match[2] ?? match[3]), ['../../kernel/boot/config.ts', './style.css'], 'a bare import is read too')
+  t.ok(sourceFiles(pluginsFolder).some((file) => file.endsWith('.tsx')), 'the console pages (.tsx) are read too')
 })
