@@ -65,6 +65,9 @@ t.test('the root key sees every mounted route, each entry in the D14 shape', (t)
     t.ok(missing.Query.properties.page, 'with its parameters')
     const own = list.find((entry) => entry.Path === '/Api/Read/List')!
     t.same(own, { Method: 'GET', Path: '/Api/Read/List', Display_Name: 'List the operations you may call', Plugin: 'api', Needs: 'key,date,hmac', Cached: 0, Body: null, Query: null })
+    // Query null means "takes none" (docs/api.md): so for every GET whose query takes no parameter but format.
+    const noParameters = list.filter((entry) => entry.Query !== null && Object.keys(entry.Query.properties ?? {}).length === 0)
+    t.same(noParameters.map((entry) => `${entry.Method} ${entry.Path}`), [], 'no route lists an empty query schema in place of null')
 
     // XML: the same entries; a schema is its JSON text (its keys are no XML names).
     const xml = await service.call('GET', '/Api/Read/List?format=xml')

@@ -70,8 +70,8 @@ export function changeRoutes(kernel: KernelServices) {
       method: 'GET',
       path: '/Api/Read/Changes',
       // The history is part of the code: it changes only with a new start. No query
-      // parameters (format aside): anonymous callers cannot fill the cache with variants.
-      query: { type: 'object', additionalProperties: false, properties: {} },
+      // schema, so no parameter but format (and Query null in /Api/Read/List): anonymous
+      // callers cannot fill the cache with variants.
       cache: { ttlSeconds: 86_400, partition: () => 'api:changes' },
       answer: changesAnswerSchema,
       xml: { root: 'Changes', item: 'Change' },
