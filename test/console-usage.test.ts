@@ -59,3 +59,24 @@ t.test('credits that refill are a gauge; the chart follows the window to a phone
   t.same(await seriousViolations(page), [], 'axe: nothing serious after the window narrowed')
   t.equal(await page.evaluate(() => document.documentElement.scrollWidth <= innerWidth), true, 'nothing scrolls sideways')
 }))
+
+t.test('the chart labels its buckets in UTC, as the table does, whatever the browser\'s time zone', (t) => withBrowser(t, async (browser) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  for (let i = 0; i < 3; i++) await service.call('GET', '/Api/Read/Acl')
+  // West of Greenwich, local time would put today's UTC bucket under yesterday.
+  const page = await browser.newPage({ timezoneId: 'America/New_York' })
+  await signIn(page, service)
+  await page.goto(consoleUrl(service, 'usage'))
+  const now = new Date()
+  const pad = (value: number) => String(value).padStart(2, '0')
+  const day = `${now.getUTCFullYear()}-${pad(now.getUTCMonth() + 1)}-${pad(now.getUTCDate())}`
+  const hour = now.getUTCHours() % 12 === 0 ? 12 : now.getUTCHours() % 12
+  for (const [range, label] of [['24h', `${day} ${hour}:00${now.getUTCHours() < 12 ? 'am' : 'pm'}`], ['30d', `${day} 12:00am`]]) {
+    await page.getByLabel('Period').selectOption(range)
+    await page.getByText(range === '24h' ? /Calls per hour and status/ : /Calls per day and status/).waitFor()
+    // The cursor on the newest bucket: the legend names its time.
+    const over = (await page.locator('.chart .u-over').boundingBox())!
+    await page.mouse.move(over.x + over.width - 1, over.y + over.height / 2)
+    t.equal(await page.locator('.chart .u-legend .u-value').first().textContent(), label, `${range}: the newest bucket is ${label} (UTC)`)
+  }
+}))

@@ -51,6 +51,9 @@ function Chart({ usage }: { usage: UsageAnswer }) {
       width: widthNow(),
       height: 260,
       scales: { x: { time: true } },
+      // The buckets are UTC hours and days (as the table below says): label them in UTC, not in
+      // the browser's zone, which would put today's calls under yesterday west of Greenwich.
+      tzDate: (seconds) => uPlot.tzDate(new Date(seconds * 1000), 'Etc/UTC'),
       axes: [{ stroke: '#24292f' }, { stroke: '#24292f', label: 'calls' }],
       series: [{}, ...classes.map(([name], index) => ({ label: name, stroke: statusColours[name] ?? '#24292f', width: 2, dash: index % 2 ? [6, 3] : undefined, points: { show: true } }))],
     }, [times, ...classes.map(([, values]) => values)], element)
