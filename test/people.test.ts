@@ -247,6 +247,12 @@ t.test('a date given as an RFC 3339 date-time is the calendar day as written in 
       LastName: 'Offset', Birthday: '1990-11-27T23:00:00-05:00', HireDate: '2020-03-01T00:30:00+02:00', TermDate: 'Sat, 28 Nov 2026 01:00:00 GMT',
     })
     t.match(person, { Birthday: '1990-11-27', HireDate: '2020-03-01', TermDate: '2026-11-28' })
+    // A Birthday keeps any year as a date-time too, as it does as a plain date (1900-02-29).
+    const leapless = await service.call('POST', '/People/Update/OneChange', { body: { Id: person.Id, Birthday: '1900-02-29T00:00:00Z' } })
+    t.equal(leapless.status, 200, leapless.text)
+    t.equal(leapless.json.Birthday, '1900-02-29')
+    t.equal((await service.call('POST', '/People/Update/OneChange', { body: { Id: person.Id, Birthday: '1900-02-30T00:00:00Z' } })).status, 400, 'no 30 February in any year')
+    t.equal((await service.call('POST', '/People/Update/OneChange', { body: { Id: person.Id, HireDate: '1900-02-29T00:00:00Z' } })).status, 400, 'other dates are real days')
     const terminated = await service.call('POST', '/People/Update/OneTerminate', { body: { Id: person.Id, TermDate: '2026-12-31T23:30:00-05:00' } })
     t.equal(terminated.json.TermDate, '2026-12-31')
     const importId = (await service.call('POST', '/people/update/importinit', { body: {} })).json.ImportId

@@ -85,7 +85,9 @@ function normalizeDate(text: string, anyYear: boolean): string | null {
     if (!anyYear && month === 2 && day === 29 && !leap) return null
     return text
   }
-  const time = parseInputDate(text)
+  // A Birthday's year may be invalid on purpose (1900-02-29 stands for 29 February), as a
+  // plain date's may: its date-time is checked with a leap year in that year's place.
+  const time = parseInputDate(anyYear && dateTimeDate.test(text) ? `2000${text.slice(4)}` : text)
   if (time === null) return null
   const written = dateTimeDate.exec(text)
   return written ? normalizeDate(written[1], anyYear) : new Date(time).toISOString().slice(0, 10)
