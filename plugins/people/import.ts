@@ -151,6 +151,20 @@ function importTransaction(db: PeopleDb, readCommitted: boolean) {
   return readCommitted ? db.transaction().setIsolationLevel('read committed') : db.transaction()
 }
 
+/**
+ * Runs a batch again (a few times) when its insert met a Source_Id another writer committed
+ * after this batch read the existing people: the rerun reads them and changes them instead.
+ */
+async function rerunOnConflict<T>(work: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work()
+    } catch (error) {
+      if (attempt >= attempts || !isUniqueViolation(error)) throw error
+    }
+  }
+}
+
 export interface BatchResult {
   answer: BatchAnswer
   /** The customers whose people were added or changed: their cached listings are stale. */
@@ -198,8 +212,10 @@ export async function importBatch(
     // Two batches (of two imports) inserting the same new Source_Ids in different orders can
     // deadlock on MySQL's unique index; the victim is neither the client's fault nor an
     // outage (it was answered 503): rolled back whole, it runs again and meets the rows the
-    // other batch committed.
-    return await retryOnDeadlock(() => importTransaction(db, writes.readCommitted).execute(async (trx) => {
+    // other batch committed. So does a batch whose insert met a new person another batch
+    // committed after this one read them (MySQL waits for that commit, then says duplicate):
+    // the upsert the client asked for is then a change, not the client's mistake.
+    return await rerunOnConflict(() => retryOnDeadlock(() => importTransaction(db, writes.readCommitted).execute(async (trx) => {
       // Counting the batch first also locks the import's row (MySQL), so two batches of
       // one import take turns, and a batch racing importterm cannot land after it.
       const counted = await trx.updateTable('people_imports').set((eb) => ({ batches: eb('batches', '+', 1) }))
@@ -284,7 +300,7 @@ export async function importBatch(
         touchedCustnos: [...touched],
         replacedPhotos,
       }
-    }))
+    })))
   } catch (error) {
     if (isUniqueViolation(error)) {
       throw badRequest('Another import or change wrote one of these Source_Ids at the same moment; nothing of this batch was written, send it again.')
