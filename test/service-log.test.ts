@@ -12,6 +12,8 @@ import { join } from 'node:path'
 import { forEachDatabase, startService } from './helpers/service.ts'
 import { groupNamed } from './helpers/keys.ts'
 import { createLogger, errorReporter } from '../kernel/observe/logger.ts'
+import { isStoreOutage } from '../kernel/storage/database.ts'
+import { defineRoute, type Plugin } from '../kernel/sdk.ts'
 import { loadConfig, ConfigError, type Config } from '../kernel/boot/config.ts'
 import { signedHeaders } from '../kernel/auth/signature.ts'
 
@@ -136,6 +138,26 @@ t.test('errors are error lines; a database outage is one warning per interval, n
   t.equal(lines.length, 2)
   t.match(lines[0], { level: 'error', msg: 'unexpected error', err: { message: 'a bug', type: 'Error' } })
   t.match(lines[1], { level: 'warn', msg: 'database unavailable', repeated: 0, err: { code: 'ECONNREFUSED' } })
+})
+
+t.test('an unexpected error line names its call: request id, method and route (log.access none)', async (t) => {
+  const failing: Plugin = {
+    name: 'failing',
+    defaultGroups: [{ name: 'Failing', paths: [{ path: '/Failing/Read/Boom', displayName: 'throws' }] }],
+    setup: () => [defineRoute({ method: 'GET', path: '/Failing/Read/Boom', xml: { root: 'Boom' }, handler: () => { throw new Error('a bug in a plugin') } })],
+  }
+  await forEachDatabase(t, async (t, kind) => {
+    const log = capture()
+    const service = await startService(t, { kind, plugins: [failing], logger: log.logger, report: errorReporter(log.logger, isStoreOutage), config: { log: logSection('none') } })
+    const boom = await service.call('GET', '/Failing/Read/Boom')
+    t.equal(boom.status, 500)
+    t.equal(boom.text, 'Error: Internal error.')
+    const requestId = Number(boom.headers.get('x-requestid'))
+    t.ok(requestId > 0, 'the caller got a request id')
+    const errors = log.parsed().filter((line) => line.msg === 'unexpected error')
+    t.equal(errors.length, 1)
+    t.match(errors[0], { level: 'error', requestId, method: 'GET', route: '/Failing/Read/Boom', err: { message: 'a bug in a plugin' } })
+  })
 })
 
 t.test('a start that fails on a setting (port in use, host or database unusable) is one plain line naming it', async (t) => {

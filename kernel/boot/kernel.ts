@@ -35,7 +35,7 @@ import { IdempotencyStore } from '../http/idempotencyStore.ts'
 import { NodeRegistry, followNodeId } from '../cluster/nodeRegistry.ts'
 import { Tenants } from '../tenants/tenants.ts'
 import { sql } from 'kysely'
-import { createLogger, errorReporter, type Logger } from '../observe/logger.ts'
+import { createLogger, errorReporter, type ErrorReport, type Logger } from '../observe/logger.ts'
 import { KernelMetrics } from '../observe/metrics.ts'
 import { accessLogStage } from '../observe/accessLog.ts'
 import { healthResponder } from '../http/health.ts'
@@ -55,7 +55,7 @@ export interface KernelOptions {
   plugins?: Plugin[]
   clock?: () => number
   /** Where unexpected errors go (default: stderr). */
-  report?: (error: unknown) => void
+  report?: ErrorReport
   /** Set in a cluster worker: shared rate limits and cache invalidation (kernel/cluster.ts). */
   cluster?: ClusterLink
   /** The service log (pino JSON lines; default: stdout). */

@@ -12,6 +12,7 @@ import { createPipeline, type Pipeline, type Stage } from './pipeline.ts'
 import { errorAnswer, failureAnswer } from './failure.ts'
 import type { MountedRoute } from './exchange.ts'
 import type { ProxyTrust } from './proxyTrust.ts'
+import type { ErrorReport } from '../observe/logger.ts'
 import { closeUnreadStage, readBodyStage } from './stages/readBody.ts'
 import { authenticateStage } from './stages/authenticate.ts'
 import { verifyStage } from './stages/verify.ts'
@@ -41,7 +42,7 @@ export interface PipelineParts {
   idempotency: IdempotencyStore
   daySecret: Buffer
   clock: () => number
-  report: (error: unknown) => void
+  report: ErrorReport
   /** The client's address and TLS as the trusted proxies tell them. */
   proxies: ProxyTrust
   /** Stages with only an after phase that watch every call (metrics, access lines); their failures are reported, never the call's. */
@@ -125,7 +126,7 @@ export function buildPipelines(parts: PipelineParts): Pipelines {
 }
 
 /** An observer's after phase, run without ever changing the call's answer. */
-function watching(observer: Stage, report: (error: unknown) => void): Stage {
+function watching(observer: Stage, report: ErrorReport): Stage {
   const after = observer.after?.bind(observer)
   return {
     name: observer.name,

@@ -48,15 +48,28 @@ export function silentLogger(): Logger {
 }
 
 /**
+ * What a report knows of the call that failed, when one did: its request id (the
+ * `x-RequestID` the caller got; null before authentication), method and route, so the
+ * error line can be found from the caller's id even with `log.access` at `none`.
+ */
+export interface ErrorContext {
+  requestId: number | null
+  method?: string
+  route?: string
+}
+
+export type ErrorReport = (error: unknown, context?: ErrorContext) => void
+
+/**
  * The kernel's default error report: a database outage is a warning, said at most once
  * per `outageEveryMs` with the count of those not repeated (every call fails the same
- * way while it lasts); anything else is an error line with its stack.
+ * way while it lasts); anything else is an error line with its stack (and its call).
  */
-export function errorReporter(logger: Logger, isOutage: (error: unknown) => boolean, outageEveryMs = 5000): (error: unknown) => void {
+export function errorReporter(logger: Logger, isOutage: (error: unknown) => boolean, outageEveryMs = 5000): ErrorReport {
   let lastOutageAt = -Infinity
   let unreported = 0
-  return (error) => {
-    if (!isOutage(error)) return logger.error({ err: error }, 'unexpected error')
+  return (error, context) => {
+    if (!isOutage(error)) return logger.error({ ...context, err: error }, 'unexpected error')
     const now = performance.now()
     if (now - lastOutageAt < outageEveryMs) {
       unreported++

@@ -9,6 +9,7 @@ import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefault
 import type { Exchange } from '../http/exchange.ts'
 import type { Stage } from '../http/pipeline.ts'
 import { isStoreOutage } from '../storage/database.ts'
+import type { ErrorReport } from './logger.ts'
 
 function isDatabaseError(error: unknown): boolean {
   if (isStoreOutage(error)) return true
@@ -95,10 +96,10 @@ export class KernelMetrics {
   }
 
   /** Wraps the kernel's error report: database errors are counted, then reported as before. */
-  observeReport(report: (error: unknown) => void): (error: unknown) => void {
-    return (error) => {
+  observeReport(report: ErrorReport): ErrorReport {
+    return (error, context) => {
       if (isDatabaseError(error)) this.databaseErrors.inc()
-      report(error)
+      report(error, context)
     }
   }
 

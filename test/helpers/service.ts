@@ -13,7 +13,7 @@ import { createKernel, type Kernel } from '../../kernel/boot/kernel.ts'
 import type { Plugin } from '../../kernel/plugin.ts'
 import { signedHeaders, type HashMethod, type SigningKey } from '../../kernel/auth/signature.ts'
 import { dayCodeAt } from '../../kernel/auth/dayCode.ts'
-import { silentLogger, type Logger } from '../../kernel/observe/logger.ts'
+import { silentLogger, type ErrorReport, type Logger } from '../../kernel/observe/logger.ts'
 
 export type DatabaseKind = 'sqlite' | 'mysql'
 
@@ -77,6 +77,8 @@ export interface StartOptions {
   clock?: () => number
   /** The service log; default silent (TAP reads stdout). */
   logger?: Logger
+  /** Where the kernel reports unexpected errors; default nowhere (TEST_REPORT: stderr). */
+  report?: ErrorReport
 }
 
 /** Starts a service for one test; it is stopped and its database dropped at the test's end. */
@@ -108,7 +110,7 @@ async function launch(
   // Shared by a service and every restart of it, so the test's teardown stops the latest one.
   holder: { current: Service } = { current: undefined as unknown as Service },
 ): Promise<{ current: Service }> {
-  const kernel = await createKernel({ config, plugins: options.plugins, clock: options.clock, report: process.env.TEST_REPORT ? (error) => console.error('[kernel report]', error) : () => undefined, logger: options.logger ?? silentLogger() })
+  const kernel = await createKernel({ config, plugins: options.plugins, clock: options.clock, report: options.report ?? (process.env.TEST_REPORT ? (error) => console.error('[kernel report]', error) : () => undefined), logger: options.logger ?? silentLogger() })
   const { port, url } = await kernel.listen()
   const root = kernel.createdRootKey
   const adminKey = admin ?? { id: root!.id, apiKey: root!.apiKey, secret: root!.secret }
