@@ -187,4 +187,12 @@ t.test('a start that fails on a setting (port in use, host or database unusable)
     t.notMatch(result.stdout, /"level":"fatal"|\n\s+at /, 'no fatal line with a stack')
     t.notOk((result.stdout + result.stderr).includes(password), 'the password is not printed')
   }
+  // With WORKERS the port is taken by each worker through the primary (a 'bind' error):
+  // the same plain line (once per worker that got that far), and the service exits 1.
+  const workers = start({ PORT: String(port), WORKERS: '2' })
+  t.equal(workers.status, 1)
+  const lines = workers.stderr.split('\n').filter((line) => line !== '')
+  t.ok(lines.length >= 1, workers.stderr)
+  for (const line of lines) t.equal(line, `keygate: invalid setting host or port: cannot listen on 127.0.0.1:${port} (EADDRINUSE)`)
+  t.notMatch(workers.stdout, /\n\s+at |"stack"/, 'no stack')
 })

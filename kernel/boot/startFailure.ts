@@ -14,7 +14,9 @@ const unreachedDatabaseCodes = new Set(['ECONNREFUSED', 'EAI_AGAIN', 'ETIMEDOUT'
 export function startFailure(error: unknown, config: Config): ConfigError | null {
   const failure = error as NodeJS.ErrnoException & { hostname?: string }
   if (typeof failure !== 'object' || failure === null || typeof failure.code !== 'string') return null
-  if (failure.syscall === 'listen') {
+  // A cluster worker's listen goes through the primary's handle and fails as syscall
+  // 'bind' (node:net listenOnPrimaryHandle): the same port in use, the same line.
+  if (failure.syscall === 'listen' || failure.syscall === 'bind') {
     // The metrics listener (metrics.port) comes up first: name it, not the service's port.
     const listenError = failure as NodeJS.ErrnoException & { port?: number }
     if (config.metrics && config.metrics.port !== 0 && listenError.port === config.metrics.port && config.metrics.port !== config.port) {
