@@ -167,6 +167,7 @@ t.test("without Redis, a running service's cached answers follow an operator's A
     const group = await groupNamed(service, 'Access list reader')
     const added = await adminOn(service, 'acl', 'add', '--path', '/Probe/Read/Thing', '--name', 'Operator probe', '--group', String(group), '--json')
     t.equal(added.code, 0, added.stderr)
+    t.match(added.stderr, /admin: a running service sees this within 5 s\n/, 'acl add says when a running service sees it, as acl remove does')
     const paths = async () => ((await service.call('GET', '/Api/Read/Acl')).json as { Path: string }[]).map((entry) => entry.Path)
     const deadline = Date.now() + 15_000
     while (!(await paths()).includes('/Probe/Read/Thing') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200))

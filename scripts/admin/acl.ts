@@ -44,6 +44,8 @@ export const acl: AdminCommand = {
       return { Id: aclId, Path: path, Groups: groups }
     })
     kernel.services.keys.accessChanged()
+    // Like every other change the CLI makes: when a running service will see it.
+    console.error(`admin: ${serviceSeesIt(kernel)}`)
     return added
   },
 }
