@@ -15,6 +15,8 @@ import { createScratchDatabase, mysqlProblem, mysqlRequired, mysqlServerUrl } fr
 import { privateRedis, withRedis } from './helpers/redis.ts'
 import { runAdmin } from './helpers/adminCli.ts'
 import { signedHeaders, type SigningKey } from '../kernel/auth/signature.ts'
+import { startService } from './helpers/service.ts'
+import { sql, type Kysely } from 'kysely'
 
 interface Node { port: number; base: string; child: ChildProcess; output: () => string }
 interface Cluster {
@@ -350,4 +352,28 @@ t.test('Redis unreachable at start: the process starts and answers, says so once
   const withoutAcl = plain.groups.find((group) => !group.Paths.includes('/Api/Read/Acl'))!
   t.equal((await call(c.nodes[0], c.admin, 'POST', '/Api/Edit/Key', { KeyId: plain.id, GroupId: [withoutAcl.Id] }, c.today)).status, 200)
   t.equal((await call(c.nodes[1], plain.key, 'GET', '/Api/Read/Acl')).status, 403, 'the subscription was made on reconnect: B sees an edit through A')
+})
+
+// The operator CLI makes a change and stops at once, without waiting for its spreading:
+// when Redis did not reach every serving process (here one that serves without Redis),
+// the publish's follow-up writes the database's stamp, and the stop waits for it before it
+// closes the database ('driver has already been destroyed' lost it, and that process kept
+// the removed key for its key cache's minute instead of the stamp's 5 s).
+t.test('a change still being spread when the process stops still writes the stamp', async (t) => {
+  if (!(await mysqlOr(t))) return
+  await withRedis(t, 'shared Redis', async (t, redisUrl) => {
+    const service = await startService(t, { kind: 'mysql', config: { redisUrl } })
+    const db = service.kernel.services.db as unknown as Kysely<any>
+    const stamp = async (on: Kysely<any>) => ((await sql<{ value: string }>`select value from kernel_settings where name = 'access_changed'`.execute(on)).rows[0])?.value
+    const before = await stamp(db)
+    // A process on another host, on the database but not on this Redis.
+    const now = Date.now()
+    await sql`insert into kernel_nodes (node_id, instance_token, server_name, server_addr, server_port, version, started, last_seen)
+      values (${990_001}, 'elsewhere', 'keygate-elsewhere', '10.0.0.9', 8080, '0.0.0', ${now}, ${now + 60_000})`.execute(db)
+    service.kernel.services.keys.changed(service.admin.id)
+    const restarted = await service.restart()
+    const after = await stamp(restarted.kernel.services.db as unknown as Kysely<any>)
+    t.not(after, before, 'the stamp moved before the database closed')
+    t.ok(after, 'and is there')
+  })
 })

@@ -22,6 +22,17 @@ export const keyPartition = (keyId: number) => `key:${keyId}`
  * goes to the others through the database's partition changes (cluster/partitionChanges.ts,
  * MySQL/MariaDB: the database several hosts share).
  */
+/** Applies and spreads a change; `spread()` waits for every change's spreading still under way. */
+export interface Invalidator {
+  (change: Invalidation): Promise<void>
+  /**
+   * Resolves once no change is still being spread: with Redis, a publish whose follow-up
+   * may yet write the database's stamp or partition change (the operator CLI does not
+   * wait for its changes' spreading; its stop must, before it closes the database).
+   */
+  spread(): Promise<void>
+}
+
 export function invalidation(
   keys: KeyDirectory,
   cache: ResponseCache,
@@ -30,7 +41,7 @@ export function invalidation(
   stamp?: AccessStamp,
   subscribers: () => Promise<number> = async () => 0,
   partitions?: PartitionChanges,
-): (change: Invalidation) => Promise<void> {
+): Invalidator {
   const apply = (change: Invalidation) => {
     if (change.kind === 'partition') return cache.invalidate(change.partition)
     if (change.kind === 'access') {
@@ -42,20 +53,26 @@ export function invalidation(
   }
   if (redis) {
     redis.onChange(apply)
-    return (change) => {
+    const spreading = new Set<Promise<void>>()
+    const invalidate = (change: Invalidation) => {
       apply(change)
       // Redis away, or a process it missed: the database's stamp carries a key or access
       // change to it instead (read every few seconds).
-      return redis.publish(change).then(async (applied) => {
+      const spread = redis.publish(change).then(async (applied) => {
         if (change.kind === 'partition' ? !partitions : !stamp) return
         if (applied !== null && applied >= (await subscribers().catch(() => Infinity))) return
         if (change.kind === 'partition') partitions!.record(change.partition)
         else stamp!.mark()
       })
+      spreading.add(spread)
+      const done = () => void spreading.delete(spread)
+      spread.then(done, done)
+      return spread
     }
+    return Object.assign(invalidate, { spread: () => Promise.all(spreading).then(() => undefined) })
   }
   cluster?.onInvalidation(apply)
-  return (change) => {
+  const invalidate = (change: Invalidation) => {
     apply(change)
     cluster?.broadcast(change)
     // Without Redis, processes that are not this one's cluster (the operator CLI's
@@ -64,6 +81,7 @@ export function invalidation(
     else partitions?.record(change.partition)
     return Promise.resolve()
   }
+  return Object.assign(invalidate, { spread: () => Promise.resolve() })
 }
 
 /**

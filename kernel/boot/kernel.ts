@@ -215,6 +215,9 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     idempotency.stop()
     usedSignatures.stop()
     auditRetention.stop()
+    // A change still being published may yet write the stamp or a partition change (Redis
+    // did not reach every process): it is written before they stop and the database closes.
+    await atMost(3000, invalidateEverywhere.spread())
     await accessStamp.stop()
     await partitionChanges?.stop()
     const lostRecords = await callLog.close()
