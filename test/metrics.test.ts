@@ -4,7 +4,7 @@
  * rate-limit refusals, cache hits), the log queue and process metrics present.
  */
 import t from 'tap'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { spawn } from 'node:child_process'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -116,7 +116,7 @@ t.test('WORKERS=2: one scrape counts the calls of every worker, the same on ever
   delete env.DATABASE_URL
   delete env.REDIS_URL
   const child = spawn(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-  const { waitFor, exited } = watchChild(t, child)
+  const { waitFor, exited, output } = watchChild(t, child)
   await waitFor('2 workers')
   const url = `http://127.0.0.1:${metricsPort}/metrics`
   const refused = async () => sample((await scrape(url)).families, 'keygate_auth_refusals_total', { reason: 'missing_credentials' })
@@ -133,6 +133,29 @@ t.test('WORKERS=2: one scrape counts the calls of every worker, the same on ever
   const text = (await scrape(url)).text
   t.match(text, /^keygate_info\{version="[^"]+"\} 1$/m, 'the version once, not once per worker')
   t.match(text, /^process_cpu_user_seconds_total /m, 'process metrics too')
+
+  // A frozen worker (SIGSTOP) cannot answer the primary: the scrape is a 503 after
+  // prom-client's 5 s and the service log says why (it was a bare 500, said nowhere).
+  const workers = readdirSync('/proc').filter((name) => /^\d+$/.test(name)).filter((pid) => {
+    try {
+      // Its children running main.ts (tsx's esbuild is a child too).
+      return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1] === String(child.pid) &&
+        readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kernel/boot/main.ts')
+    } catch {
+      return false
+    }
+  }).map(Number)
+  t.equal(workers.length, 2, 'two worker processes')
+  process.kill(workers[0], 'SIGSTOP')
+  try {
+    const frozen = await fetch(url, { signal: AbortSignal.timeout(20_000) })
+    t.equal(frozen.status, 503)
+    t.equal(await frozen.text(), 'Error: Metrics unavailable, try again shortly.')
+    t.match(output.text, /metrics: a scrape failed, answered 503/, 'said in the service log')
+  } finally {
+    process.kill(workers[0], 'SIGCONT')
+  }
+  t.equal((await scrape(url)).status, 200, 'answered again once the worker runs')
   child.kill('SIGTERM')
   t.equal((await exited).code, 0, 'stops with exit 0')
   await t.rejects(fetch(url), 'the metrics listener closes with the primary')

@@ -124,7 +124,9 @@ async function primary(config: Config, logger: Logger): Promise<void> {
   const root = await settingUp
   if (stopping) return
   // One listener, here: each scrape sums the workers' registries (not one worker's numbers).
-  if (config.metrics && config.metrics.port !== 0) closeMetrics = await listenAggregated(config.metrics)
+  if (config.metrics && config.metrics.port !== 0) closeMetrics = await listenAggregated(config.metrics, (error) => {
+    logger.warn({ err: error }, 'metrics: a scrape failed, answered 503 (a worker that did not answer within 5 s: frozen or busy?)')
+  })
   servePrimary()
   const fork = (index: number) => {
     const worker = cluster.fork({ KEYGATE_WORKER_INDEX: String(index) })

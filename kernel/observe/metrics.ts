@@ -142,7 +142,13 @@ export class KernelMetrics {
   }
 }
 
-function metricsServer(text: () => Promise<string>, contentType: string): Server {
+/**
+ * The metrics listener. A scrape that cannot be answered (with WORKERS, a worker that
+ * does not answer the primary within prom-client's 5 s: frozen, or busy for that long)
+ * is a 503 the scraper records as a failed scrape, and a line in the service log, so the
+ * operator learns why `up` went to 0.
+ */
+function metricsServer(text: () => Promise<string>, contentType: string, failed: (error: unknown) => void = () => {}): Server {
   return createServer((request, response) => {
     const path = (request.url ?? '/').split('?')[0]
     if ((request.method !== 'GET' && request.method !== 'HEAD') || path !== '/metrics') {
@@ -151,7 +157,10 @@ function metricsServer(text: () => Promise<string>, contentType: string): Server
     }
     text().then(
       (body) => response.writeHead(200, { 'Content-Type': contentType }).end(request.method === 'HEAD' ? undefined : body),
-      () => response.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end('Error: Internal error.'),
+      (error) => {
+        failed(error)
+        response.writeHead(503, { 'Content-Type': 'text/plain; charset=utf-8', 'Retry-After': '5' }).end('Error: Metrics unavailable, try again shortly.')
+      },
     )
   })
 }
@@ -171,9 +180,9 @@ function listenOn(server: Server, options: { port: number; host: string }): Prom
  * registries (KernelMetrics.reportToPrimary), counters and histograms added up, so the
  * numbers never jump back and forth between workers. Resolves with a close function.
  */
-export async function listenAggregated(options: { port: number; host: string }): Promise<() => Promise<void>> {
+export async function listenAggregated(options: { port: number; host: string }, failed: (error: unknown) => void): Promise<() => Promise<void>> {
   const aggregator = new AggregatorRegistry()
-  const server = metricsServer(() => aggregator.clusterMetrics(), aggregator.contentType)
+  const server = metricsServer(() => aggregator.clusterMetrics(), aggregator.contentType, failed)
   await listenOn(server, options)
   return () => new Promise((resolve) => {
     server.close(() => resolve())
