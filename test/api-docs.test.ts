@@ -29,3 +29,17 @@ t.test('README and docs/api.md list every operation', async (t) => {
     }
   }
 })
+
+// D14: every route is covered by a default group; which one must be findable in the docs,
+// not only in the running service (a reader asked "which group lets a key read its log?").
+t.test('docs/api.md names every default group and its ACL paths', async (t) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const groups = await service.call('POST', '/account/read/group')
+  t.equal(groups.status, 200)
+  const rows = readFileSync(join(repository, 'docs/api.md'), 'utf8').split('\n').filter((line) => line.startsWith('| **'))
+  for (const group of groups.json as Array<{ Display_Name: string; Paths: string[] }>) {
+    const row = rows.find((line) => line.startsWith(`| **${group.Display_Name}** |`))
+    t.ok(row, `docs/api.md has a row for the default group ${group.Display_Name}`)
+    for (const path of group.Paths) t.ok(row?.includes(`\`${path}\``), `its row names ${path}`)
+  }
+})
