@@ -19,7 +19,7 @@ import { signedHeaders } from '../kernel/auth/signature.ts'
 import { loadConfig, ConfigError, type Config } from '../kernel/boot/config.ts'
 import { exitQuietlyOnClosedPipe } from './closedPipe.ts'
 
-const usage = `usage: npm run --silent call -- METHOD PATH [--body JSON] [--today CODE] [--key-file FILE] [--base URL] [--header 'Name: value']... [--field NAME | --request-id] [--public]`
+const usage = `usage: npm run --silent call -- METHOD PATH [--body JSON] [--today CODE] [--key-file FILE] [--base URL] [--header 'Name: value']... [--field NAME[,NAME] | --request-id] [--public]`
 
 function fail(message: string): never {
   console.error(`call: ${message}`)
@@ -43,6 +43,8 @@ const { values, positionals } = parseArgs({
 if (values.help || positionals.length !== 2) fail(usage)
 const [method, path] = [positionals[0].toUpperCase(), positionals[1]]
 if (!path.startsWith('/')) fail('PATH starts with / and comes after the base path, e.g. /Api/Read/Acl')
+// Each prints the one line a script reads: both at once would drop one without a word.
+if (values.field !== undefined && values['request-id']) fail('--field and --request-id each print the one thing asked for: give only one of them')
 
 exitQuietlyOnClosedPipe()
 let config: Config

@@ -56,4 +56,12 @@ t.test('npm run call: every api operation, signed and (where public) without cre
   const misuse = await callClient(env, 'GET', '/Api/Read/Changes', '--public', '--today', '12345678')
   t.equal(misuse.code, 2)
   t.equal(misuse.stderr, 'call: --public sends no credentials: leave out --key-file and --today\n')
+
+  // README: --field prints fields, --request-id the request id; asked for both, one was dropped without a word.
+  const both = await callClient(env, 'GET', '/Api/Read/Acl', '--base', base, '--field', '0.Path', '--request-id')
+  t.equal(both.code, 2)
+  t.equal(both.stdout, '', 'no call was made')
+  t.equal(both.stderr, 'call: --field and --request-id each print the one thing asked for: give only one of them\n')
+  const first = await callClient(env, 'GET', '/Api/Read/Acl', '--base', base, '--field', '0.Path')
+  t.equal(first.stdout, '/Api/Create/Key\n', '--field 0.Path: a field of a list\'s first record')
 })
