@@ -340,6 +340,11 @@ export interface KernelServices {
   /** Work to stop when the kernel closes (a background loop), before the database closes. */
   onClose(stop: () => Promise<void>): void
   /**
+   * Work to start once the kernel serves (a background loop that acts for the service,
+   * such as a sender): never in an operator CLI run, whose kernel serves nothing.
+   */
+  onServe(start: () => void): void
+  /**
    * The service log (pino JSON lines), bound with `{ plugin: name }` for the plugin it is
    * given to: for what happens off any call (a background loop's failure). Secrets are
    * redacted as in the kernel's own lines.

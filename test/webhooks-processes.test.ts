@@ -17,6 +17,8 @@ import { startReceiver } from './helpers/webhookReceiver.ts'
 interface Cluster {
   start(pollMs: number): Promise<{ port: number; kill(): Promise<void> }>
   call(port: number, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }>
+  /** The environment the processes run with (for an operator CLI run on the same database). */
+  env: Record<string, string | undefined>
 }
 
 async function cluster(t: Test, databaseUrl: string | null): Promise<Cluster> {
@@ -28,6 +30,7 @@ async function cluster(t: Test, databaseUrl: string | null): Promise<Cluster> {
   let today = ''
   let admin: SigningKey
   return {
+    env: base,
     async start(pollMs) {
       const port = await freePort()
       const child = spawn(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { env: { ...base, PORT: String(port), WEBHOOKS_POLL_MS: String(pollMs) }, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -69,6 +72,29 @@ async function killedBeforeDelivery(t: Test, databaseUrl: string | null) {
   t.match(deliveries, { Total: 1, Deliveries: [{ Id: delivered.id, Status: 'delivered' }] })
   await second.kill()
 }
+
+async function cliNeverSends(t: Test, databaseUrl: string | null) {
+  const receiver = await startReceiver(t)
+  const service = await cluster(t, databaseUrl)
+  // Polling once an hour: the service does not send while the CLI runs.
+  const first = await service.start(3_600_000)
+  t.equal((await service.call(first.port, 'POST', '/Api/Create/Webhook', { Url: receiver.url, Events: ['key.changed'] })).status, 200)
+  const groups = (await service.call(first.port, 'GET', '/Api/Read/Groups')).json as { Id: number }[]
+  const key = await service.call(first.port, 'POST', '/Api/Create/Key', { Display_Name: 'Cli', GroupId: groups[0].Id, Require_Https: 0 })
+  t.equal((await service.call(first.port, 'POST', '/Api/Edit/Key', { KeyId: key.json.Id, Phone: '1' })).status, 200)
+  // An operator command that opens the kernel, with a poll far shorter than its run: its kernel
+  // serves nothing, so it must not claim the pending delivery (and cut the send short as it exits).
+  execFileSync(process.execPath, ['--import', 'tsx', 'scripts/admin.ts', 'export'], { env: { ...service.env, WEBHOOKS_POLL_MS: '10' }, stdio: ['ignore', 'ignore', 'pipe'] })
+  await new Promise((done) => setTimeout(done, 300))
+  t.equal(receiver.attempts, 0, 'the CLI sent nothing')
+  const deliveries = (await service.call(first.port, 'POST', '/Api/Read/Deliveries', {})).json
+  t.match(deliveries, { Total: 1, Deliveries: [{ Status: 'pending', Attempts: 0, LastError: null }] }, 'no attempt recorded by the CLI')
+  await first.kill()
+}
+
+t.test('an operator CLI run never sends a delivery (SQLite)', (t) => cliNeverSends(t, null))
+
+t.test('an operator CLI run never sends a delivery (MariaDB)', (t) => withScratchMariadb(t, (url) => cliNeverSends(t, url)))
 
 // Three service starts per test: longer than tap's default 30 s per file.
 t.setTimeout(240_000)

@@ -171,6 +171,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     access: () => invalidateEverywhere({ kind: 'access' }),
   }, tenants, events)
   const closers: (() => Promise<void>)[] = []
+  const starters: (() => void)[] = []
   const services: KernelServices = {
     config,
     version: packageVersion,
@@ -205,6 +206,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     },
     secrets: { seal: (plaintext, context) => secrets.seal(plaintext, context), open: (sealed, context) => secrets.open(sealed, context) },
     onClose: (stop) => void closers.push(stop),
+    onServe: (start) => void starters.push(start),
     log: logger,
   }
 
@@ -259,7 +261,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     const usage = new UsageEvents(db, events, clock)
     rateLimits.countWatcher = (caller, window, quota, used, resetMs) => usage.counted(caller, window, quota, used, resetMs)
     credits.spendWatcher = (keyId) => void usage.spent(keyId).catch(report)
-    expiryScan.start(config.events?.expiryScanMs ?? 60_000)
+    // Scanned by serving processes only (listen): an operator CLI run is no service.
+    starters.push(() => expiryScan.start(config.events?.expiryScanMs ?? 60_000))
   }
 
   // Observers see every answered call once its answer is final (access line, metrics).
@@ -304,6 +307,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       await partitionChanges?.watch(partitionChangesEveryMs, (partition) => cache.invalidate(partition))
       const listening = await server.listen()
       await nodes.serving(listening.port)
+      for (const start of starters) start()
       return listening
     },
     close() {

@@ -23,7 +23,8 @@ export function webhookRoutes(kernel: KernelServices): Route[] {
   const db = kernel.db.withTables<WebhookTables>()
   kernel.events.subscribe(outboxWriter(kernel.dialect, kernel.clock))
   const sender = new WebhookSender(db, kernel, settings, guard, kernel.log)
-  sender.start()
+  // Only a serving process sends: an operator CLI run would cut its sends short when it exits.
+  kernel.onServe(() => sender.start())
   kernel.onClose(() => sender.stop())
   const admin = new WebhookAdmin(kernel, db, settings, guard)
   // Who may manage webhooks, before the body's schema (docs/webhooks.md: other keys get 403).
