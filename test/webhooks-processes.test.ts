@@ -54,15 +54,21 @@ async function cluster(t: Test, databaseUrl: string | null): Promise<Cluster> {
   }
 }
 
-async function killedBeforeDelivery(t: Test, databaseUrl: string | null) {
+/** A service polling once an hour (so it does not send), a webhook, and one key.changed delivery pending. */
+async function pendingDelivery(t: Test, databaseUrl: string | null, name: string) {
   const receiver = await startReceiver(t)
   const service = await cluster(t, databaseUrl)
-  // Polling once an hour: this process never gets to send.
   const first = await service.start(3_600_000)
   t.equal((await service.call(first.port, 'POST', '/Api/Create/Webhook', { Url: receiver.url, Events: ['key.changed'] })).status, 200)
   const groups = (await service.call(first.port, 'GET', '/Api/Read/Groups')).json as { Id: number }[]
-  const key = await service.call(first.port, 'POST', '/Api/Create/Key', { Display_Name: 'Crash', GroupId: groups[0].Id, Require_Https: 0 })
+  const key = await service.call(first.port, 'POST', '/Api/Create/Key', { Display_Name: name, GroupId: groups[0].Id, Require_Https: 0 })
   t.equal((await service.call(first.port, 'POST', '/Api/Edit/Key', { KeyId: key.json.Id, Phone: '1' })).status, 200)
+  return { receiver, service, first, key }
+}
+
+async function killedBeforeDelivery(t: Test, databaseUrl: string | null) {
+  // This process never gets to send.
+  const { receiver, service, first, key } = await pendingDelivery(t, databaseUrl, 'Crash')
   await first.kill()
   t.equal(receiver.attempts, 0, 'not sent before the crash')
   const second = await service.start(50)
@@ -74,14 +80,8 @@ async function killedBeforeDelivery(t: Test, databaseUrl: string | null) {
 }
 
 async function cliNeverSends(t: Test, databaseUrl: string | null) {
-  const receiver = await startReceiver(t)
-  const service = await cluster(t, databaseUrl)
-  // Polling once an hour: the service does not send while the CLI runs.
-  const first = await service.start(3_600_000)
-  t.equal((await service.call(first.port, 'POST', '/Api/Create/Webhook', { Url: receiver.url, Events: ['key.changed'] })).status, 200)
-  const groups = (await service.call(first.port, 'GET', '/Api/Read/Groups')).json as { Id: number }[]
-  const key = await service.call(first.port, 'POST', '/Api/Create/Key', { Display_Name: 'Cli', GroupId: groups[0].Id, Require_Https: 0 })
-  t.equal((await service.call(first.port, 'POST', '/Api/Edit/Key', { KeyId: key.json.Id, Phone: '1' })).status, 200)
+  // The service does not send while the CLI runs.
+  const { receiver, service, first } = await pendingDelivery(t, databaseUrl, 'Cli')
   // An operator command that opens the kernel, with a poll far shorter than its run: its kernel
   // serves nothing, so it must not claim the pending delivery (and cut the send short as it exits).
   execFileSync(process.execPath, ['--import', 'tsx', 'scripts/admin.ts', 'export'], { env: { ...service.env, WEBHOOKS_POLL_MS: '10' }, stdio: ['ignore', 'ignore', 'pipe'] })
