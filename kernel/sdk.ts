@@ -99,5 +99,5 @@ export type { ColumnType, Expression, ExpressionBuilder, Generated, Insertable, 
 
 // Tables that behave the same on SQLite and MySQL/MariaDB; rowBuilder: row objects from value arrays, one literal compiled per column list;
 // valueListers: the inverse, rows as one flat value list for a multi-row statement, compiled per column list.
-export { isStoreOutage, isUniqueViolation, portableTable, retryOnDeadlock, rowBuilder, valueListers, type Dialect, type ValueLister } from './storage/database.ts'
+export { isStoreOutage, isUniqueViolation, portableTable, retryOnDeadlock, retryWhen, rowBuilder, valueListers, type Dialect, type ValueLister } from './storage/database.ts'
 

@@ -8,6 +8,17 @@ import type { PartitionChanges } from '../cluster/partitionChanges.ts'
 /** The response-cache partition of everything cached for one key; dropped when that key changes. */
 export const keyPartition = (keyId: number) => `key:${keyId}`
 
+/** Applies and spreads a change; `spread()` waits for every change's spreading still under way. */
+export interface Invalidator {
+  (change: Invalidation): Promise<void>
+  /**
+   * Resolves once no change is still being spread: with Redis, a publish whose follow-up
+   * may yet write the database's stamp or partition change (the operator CLI does not
+   * wait for its changes' spreading; its stop must, before it closes the database).
+   */
+  spread(): Promise<void>
+}
+
 /**
  * Forgetting what a change made stale: a key's auth record and cached answers, every
  * loaded key and cached answer (an ACL or group change), or one cache partition. Applied here and
@@ -22,17 +33,6 @@ export const keyPartition = (keyId: number) => `key:${keyId}`
  * goes to the others through the database's partition changes (cluster/partitionChanges.ts,
  * MySQL/MariaDB: the database several hosts share).
  */
-/** Applies and spreads a change; `spread()` waits for every change's spreading still under way. */
-export interface Invalidator {
-  (change: Invalidation): Promise<void>
-  /**
-   * Resolves once no change is still being spread: with Redis, a publish whose follow-up
-   * may yet write the database's stamp or partition change (the operator CLI does not
-   * wait for its changes' spreading; its stop must, before it closes the database).
-   */
-  spread(): Promise<void>
-}
-
 export function invalidation(
   keys: KeyDirectory,
   cache: ResponseCache,

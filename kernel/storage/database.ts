@@ -331,16 +331,26 @@ export function isStoreOutage(error: unknown): boolean {
 }
 
 /**
- * Runs `work` (one transaction) again when MySQL picks it as a deadlock victim, as it
- * may when several writes race on one unique index entry. That is neither the client's
- * fault nor an outage; the rerun meets the committed row and answers as usual.
+ * Runs `work` (one transaction, rolled back whole when it throws) again, up to `attempts`
+ * times in all, while it fails in a way `retryable` says a rerun may get past.
  */
-export async function retryOnDeadlock<T>(work: () => Promise<T>, attempts = 3): Promise<T> {
+export async function retryWhen<T>(work: () => Promise<T>, retryable: (error: unknown) => boolean, attempts = 3): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await work()
     } catch (error) {
-      if (attempt >= attempts || (error as { code?: string })?.code !== 'ER_LOCK_DEADLOCK') throw error
+      if (attempt >= attempts || !retryable(error)) throw error
     }
   }
+}
+
+const isDeadlock = (error: unknown) => (error as { code?: string })?.code === 'ER_LOCK_DEADLOCK'
+
+/**
+ * Runs `work` (one transaction) again when MySQL picks it as a deadlock victim, as it
+ * may when several writes race on one unique index entry. That is neither the client's
+ * fault nor an outage; the rerun meets the committed row and answers as usual.
+ */
+export function retryOnDeadlock<T>(work: () => Promise<T>, attempts = 3): Promise<T> {
+  return retryWhen(work, isDeadlock, attempts)
 }

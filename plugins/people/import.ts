@@ -1,4 +1,4 @@
-import { badRequest, isUniqueViolation, notFound, retryOnDeadlock, schemaCheck, sql, type KernelServices } from '../../kernel/sdk.ts'
+import { badRequest, isUniqueViolation, notFound, retryOnDeadlock, retryWhen, schemaCheck, sql, type KernelServices } from '../../kernel/sdk.ts'
 import { columnsFromInput, editableFields, personFieldProperties, recordColumns, rememberingHttpDate, type PersonColumns, type PersonInput, type RecordRow } from './fields.ts'
 import { custnoFor } from './queries.ts'
 import { rowsPerStatement, type BulkRow, type BulkWriter } from './bulkWrite.ts'
@@ -151,20 +151,6 @@ function importTransaction(db: PeopleDb, readCommitted: boolean) {
   return readCommitted ? db.transaction().setIsolationLevel('read committed') : db.transaction()
 }
 
-/**
- * Runs a batch again (a few times) when its insert met a Source_Id another writer committed
- * after this batch read the existing people: the rerun reads them and changes them instead.
- */
-async function rerunOnConflict<T>(work: () => Promise<T>, attempts = 3): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await work()
-    } catch (error) {
-      if (attempt >= attempts || !isUniqueViolation(error)) throw error
-    }
-  }
-}
-
 export interface BatchResult {
   answer: BatchAnswer
   /** The customers whose people were added or changed: their cached listings are stale. */
@@ -215,7 +201,7 @@ export async function importBatch(
     // other batch committed. So does a batch whose insert met a new person another batch
     // committed after this one read them (MySQL waits for that commit, then says duplicate):
     // the upsert the client asked for is then a change, not the client's mistake.
-    return await rerunOnConflict(() => retryOnDeadlock(() => importTransaction(db, writes.readCommitted).execute(async (trx) => {
+    return await retryWhen(() => retryOnDeadlock(() => importTransaction(db, writes.readCommitted).execute(async (trx) => {
       // Counting the batch first also locks the import's row (MySQL), so two batches of
       // one import take turns, and a batch racing importterm cannot land after it.
       const counted = await trx.updateTable('people_imports').set((eb) => ({ batches: eb('batches', '+', 1) }))
@@ -300,7 +286,7 @@ export async function importBatch(
         touchedCustnos: [...touched],
         replacedPhotos,
       }
-    })))
+    })), isUniqueViolation)
   } catch (error) {
     if (isUniqueViolation(error)) {
       throw badRequest('Another import or change wrote one of these Source_Ids at the same moment; nothing of this batch was written, send it again.')
