@@ -1,5 +1,5 @@
 import t from 'tap'
-import { spawnSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -73,6 +73,37 @@ t.test('a bad setting names itself', async (t) => {
   t.throws(() => loadConfig({ nodes: { heartbeatMs: 30000, expireMs: 30000 } }, {}), /^invalid setting nodes\.heartbeatMs: must be less than nodes\.expireMs \(got 30000 >= 30000\)$/)
   t.throws(() => loadConfig({ timeouts: { headersMs: 10000, requestMs: 5000, keepAliveMs: 5000, maxHeaderSize: 16384 } }, {}), /^invalid setting timeouts\.headersMs: must be at most timeouts\.requestMs \(got 10000 > 5000\)$/)
   t.doesNotThrow(() => loadConfig({ timeouts: { headersMs: 5000, requestMs: 5000, keepAliveMs: 5000, maxHeaderSize: 16384 } }, {}), 'headersMs equal to requestMs is fine')
+})
+
+t.test('TLS files that cannot serve, and a database URL naming no database or a bad pool size, are refused at load naming the setting', async (t) => {
+  const folder = mkdtempSync(join(tmpdir(), 'keygate-config-tls-'))
+  t.teardown(() => rmSync(folder, { recursive: true, force: true }))
+  const certFile = join(folder, 'cert.pem')
+  const keyFile = join(folder, 'key.pem')
+  const otherKey = join(folder, 'other-key.pem')
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '1', '-subj', '/CN=127.0.0.1'], { stdio: 'ignore' })
+  execFileSync('openssl', ['genpkey', '-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', otherKey], { stdio: 'ignore' })
+  const garbage = join(folder, 'garbage.pem')
+  writeFileSync(garbage, 'not a certificate\n')
+  const directory = join(folder, 'certs')
+  mkdirSync(directory)
+  const tls = (files: object) => () => loadConfig({ tls: files } as never, {})
+  // Before: these passed the existence check and failed after the migrations, as a fatal JSON line with a stack.
+  t.throws(tls({ certFile: directory, keyFile }), /^invalid setting tls\.certFile: the file .*certs cannot be read \(EISDIR\)$/)
+  t.throws(tls({ certFile, keyFile: directory }), /^invalid setting tls\.keyFile: the file .*certs cannot be read \(EISDIR\)$/)
+  t.throws(tls({ certFile: garbage, keyFile }), /^invalid setting tls\.certFile: .*garbage\.pem does not hold a PEM certificate/)
+  t.throws(tls({ certFile, keyFile: garbage }), /^invalid setting tls\.keyFile: .*garbage\.pem does not hold a PEM private key/)
+  t.throws(tls({ certFile, keyFile: otherKey }), /^invalid setting tls\.keyFile: .*other-key\.pem is not the private key of .*cert\.pem/)
+  t.throws(tls({ certFile }), /^invalid setting tls: must have required property 'keyFile'$/, 'a missing file is named, not "must be null"')
+  t.doesNotThrow(tls({ certFile, keyFile }), 'a matching pair passes')
+  t.throws(() => loadConfig({}, { DATABASE_URL: 'mysql://root@127.0.0.1:3306/' }), /^invalid setting databaseUrl: no database name \(mysql:\/\/user:pass@host:3306\/database\) \(got "mysql:\/\/root@127\.0\.0\.1:3306\/"\)$/)
+  // connectionLimit=-1 made the start hang on the pool and exit 0 without a word; abc became NaN.
+  for (const limit of ['-1', '0', 'abc', '2.5', '1001']) {
+    t.throws(() => loadConfig({}, { DATABASE_URL: `mysql://root@db/keygate?connectionLimit=${limit}` }), new RegExp(`^invalid setting databaseUrl: connectionLimit must be a whole number from 1 to 1000 \\(got "mysql://root@db/keygate\\?connectionLimit=${limit.replace('.', '\\.')}"\\)$`), `connectionLimit=${limit}`)
+  }
+  t.throws(() => loadConfig({}, { DATABASE_URL: 'mysql://root@db/keygate?ssl=true' }), /^invalid setting databaseUrl: unknown parameter 'ssl' \(the only one is connectionLimit\)/)
+  t.equal(loadConfig({}, { DATABASE_URL: 'mysql://root@db/keygate?connectionLimit=25' }).databaseUrl, 'mysql://root@db/keygate?connectionLimit=25')
+  t.throws(() => loadConfig({}, { DATABASE_URL: 'mysql://u:secret@db' }), /^invalid setting databaseUrl: no database name .*\(got "mysql:\/\/u:\*\*\*@db"\)$/, 'the password is masked')
 })
 
 t.test('npm start with a bad setting stops with one line and a non-zero exit', async (t) => {

@@ -8,6 +8,7 @@ import { masterKeySource } from '../auth/masterKey.ts'
 import { packageRoot } from './packageRoot.ts'
 import { plainAddress } from '../http/transport.ts'
 import { idLagLimitMs } from '../callLog/requestId.ts'
+import { tlsFilesProblem } from './tlsFiles.ts'
 
 /** The most processes WORKERS may start (request ids have room for 16 node ids, D8). */
 export const maxWorkers = 16
@@ -127,16 +128,12 @@ const schema = {
     },
     bodyLimit: { type: 'integer', minimum: 1024, maximum: 104857600 },
     trustProxy: { type: 'array', items: { type: 'string', minLength: 1 } },
+    // One schema for both (not anyOf null | object): a missing keyFile is then named as such, not as "must be null".
     tls: {
-      anyOf: [
-        { type: 'null' },
-        {
-          type: 'object',
-          additionalProperties: false,
-          required: ['certFile', 'keyFile'],
-          properties: { certFile: { type: 'string' }, keyFile: { type: 'string' } },
-        },
-      ],
+      type: ['object', 'null'],
+      additionalProperties: false,
+      required: ['certFile', 'keyFile'],
+      properties: { certFile: { type: 'string', minLength: 1 }, keyFile: { type: 'string', minLength: 1 } },
     },
     masterKey: { type: ['string', 'null'], pattern: '^([0-9a-fA-F]{64}|.*/.*)$' },
     nodeId: { type: ['integer', 'null'], minimum: 0, maximum: 15 },
@@ -353,6 +350,17 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
   if (config.databaseUrl && !decodableUrl(config.databaseUrl)) {
     throw new ConfigError(`invalid setting databaseUrl: a %-escape in the user, password or database name is not valid (write % itself as %25)${shownValue('databaseUrl', config.databaseUrl)}`)
   }
+  // Without one the driver connects and every migration fails on "No database selected", with a stack.
+  if (config.databaseUrl && /^\/?$/.test(new URL(config.databaseUrl).pathname)) {
+    throw new ConfigError(`invalid setting databaseUrl: no database name (mysql://user:pass@host:3306/database)${shownValue('databaseUrl', config.databaseUrl)}`)
+  }
+  // The pool reads connectionLimit alone (kernel/storage/database.ts): a negative one hung the start, and exited 0.
+  for (const [name, value] of config.databaseUrl ? new URL(config.databaseUrl).searchParams : []) {
+    if (name !== 'connectionLimit') throw new ConfigError(`invalid setting databaseUrl: unknown parameter '${name}' (the only one is connectionLimit)${shownValue('databaseUrl', config.databaseUrl)}`)
+    if (!/^\d{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 1000) {
+      throw new ConfigError(`invalid setting databaseUrl: connectionLimit must be a whole number from 1 to 1000${shownValue('databaseUrl', config.databaseUrl)}`)
+    }
+  }
   // A key file named by MASTER_KEY must be there (the generated one in dataDir is made at the first start).
   const keySource = masterKeySource(config.masterKey, config.dataDir)
   if (keySource.kind === 'file' && !keySource.generated && !existsSync(keySource.file)) {
@@ -368,11 +376,9 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
   if (config.redisUrl && !/^\/?(\d{1,5})?\/?$/.test(new URL(config.redisUrl).pathname)) {
     throw new ConfigError(`invalid setting redisUrl: the path must be a database number, e.g. /0${shownValue('redisUrl', config.redisUrl)}`)
   }
-  // Read only once the database is open and migrated: a missing file would stop the start there, with a stack.
-  for (const setting of ['certFile', 'keyFile'] as const) {
-    const file = config.tls?.[setting]
-    if (file !== undefined && !existsSync(file)) throw new ConfigError(`invalid setting tls.${setting}: the file ${file} does not exist`)
-  }
+  // The server reads them only once the database is open and migrated: a bad file would stop the start there, with a stack.
+  const tlsProblem = config.tls ? tlsFilesProblem(config.tls) : null
+  if (tlsProblem) throw new ConfigError(`invalid setting ${tlsProblem.setting}: ${tlsProblem.detail}`)
   // Clients and proxies resolve dot segments before they send a path, so such a base would never be reached.
   if (config.basePath.split('/').some((segment) => segment === '.' || segment === '..')) {
     throw new ConfigError(`invalid setting basePath: '.' and '..' segments are not allowed${shownValue('basePath', config.basePath)}`)
