@@ -59,7 +59,7 @@ export async function loadPlugins(entries: readonly string[], extra: readonly Pl
   const plugins: Plugin[] = []
   const reserved = reservedNames()
   const add = (plugin: Plugin, what: string, external: boolean) => {
-    if (!plugin || typeof plugin.setup !== 'function' || typeof plugin.name !== 'string') throw new PluginError(`${what} does not export a plugin (default export with a name and a setup function)`)
+    checkShape(plugin, what)
     if (!pluginName.test(plugin.name)) throw new PluginError(`${what}: plugin name '${plugin.name}' must be lower-case letters, digits and dashes`)
     if (plugin.name.length > pluginNameMaxLength) throw new PluginError(`${what}: plugin name '${plugin.name}' is ${plugin.name.length} characters long; at most ${pluginNameMaxLength} (its migrations table migrations_<name> must fit MySQL's 64)`)
     if (external && reserved.has(plugin.name)) throw new PluginError(`${what}: plugin name '${plugin.name}' is reserved (${plugin.name === 'kernel' ? "the kernel's own" : 'a built-in plugin'}); give the plugin another name`)
@@ -69,14 +69,35 @@ export async function loadPlugins(entries: readonly string[], extra: readonly Pl
   }
   for (const entry of entries) {
     const { url, what, builtIn } = locate(entry, baseDir)
-    const module = (await import(url)) as { default?: Plugin; plugin?: Plugin }
+    const module = await importEntry(url, what)
     const plugin = module.default ?? module.plugin
     if (builtIn && plugin?.name !== entry) throw new PluginError(`plugins/${entry}/index.ts must export default a Plugin named '${entry}'`)
+    // Checked before its history file is read, which would otherwise fail on a missing export as a TypeError.
+    checkShape(plugin, what)
     // A plugin ships its change history as history.json beside its entry file.
     add(withHistoryFile(plugin as Plugin, dirname(fileURLToPath(url))), what, !builtIn)
   }
   for (const plugin of extra) add(plugin, `plugin '${plugin.name}'`, false)
   return plugins
+}
+
+/**
+ * The plugin module itself: one that does not parse, or throws or misses an import
+ * while it loads, stops the start naming its folder and file, since the error alone
+ * ("Unexpected end of input") says neither.
+ */
+async function importEntry(url: string, what: string): Promise<{ default?: Plugin; plugin?: Plugin }> {
+  try {
+    return (await import(url)) as { default?: Plugin; plugin?: Plugin }
+  } catch (error) {
+    const failure = error as Error
+    throw new PluginError(`plugin ${what}: its entry ${fileURLToPath(url)} cannot be loaded: ${failure?.name ?? 'Error'}: ${String(failure?.message ?? error).split('\n')[0]}`)
+  }
+}
+
+/** A module's export that is no plugin at all (a JavaScript plugin gets no type check). */
+function checkShape(plugin: Plugin | undefined, what: string): asserts plugin is Plugin {
+  if (!plugin || typeof plugin.setup !== 'function' || typeof plugin.name !== 'string') throw new PluginError(`${what} does not export a plugin (default export with a name and a setup function)`)
 }
 
 /**
