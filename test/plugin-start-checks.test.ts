@@ -91,9 +91,15 @@ t.test('routes a JavaScript plugin declares wrongly are refused at start, naming
     ['an answer that is no schema', route({ answer: 'A list of A' }), /^GET \/Bad\/Read\/A of plugin bad: answer must be a JSON schema object$/],
     ['an invalid query schema', route({ query: { type: 'object', properties: { a: { type: 'strin' } } } }), /^GET \/Bad\/Read\/A of plugin bad: its query schema is invalid: schema is invalid/],
     ['a bad pattern', route({ query: { type: 'object', properties: { a: { type: 'string', pattern: '(' } } } }), /^GET \/Bad\/Read\/A of plugin bad: its query schema is invalid: /],
+    // These three started and then answered the route's every call with a 500 (or carried a broken schema into the OpenAPI document).
+    ['no handler', route({ handler: undefined }), /^GET \/Bad\/Read\/A of plugin bad: handler must be a function$/],
+    ['a cache with no partition', route({ cache: { ttlSeconds: 60 } }), /^GET \/Bad\/Read\/A of plugin bad: cache is \{ ttlSeconds: a number above 0, partition: a function \}$/],
+    ['a cache with a negative ttl', route({ cache: { ttlSeconds: -5, partition: () => 'p' } }), /^GET \/Bad\/Read\/A of plugin bad: cache is \{ ttlSeconds: a number above 0/],
+    ['an invalid answer schema', route({ answer: { type: 'strng' } }), /^GET \/Bad\/Read\/A of plugin bad: its answer schema is invalid: /],
   ]
   for (const [name, declared, message] of cases) t.throws(() => new RouteTable('/v1.0').add('bad', declared), message, name)
   t.doesNotThrow(() => new RouteTable('/v1.0').add('good', route({})), 'a route as the types say')
+  t.doesNotThrow(() => new RouteTable('/v1.0').add('good', route({ cache: { ttlSeconds: 0.5, partition: () => 'p' }, answer: { type: 'object', description: 'A', properties: { Id: { type: ['integer', 'null'], format: 'int64' } } } })), 'a cache and an answer as the types say')
 })
 
 t.test('a setup that fails names its plugin, and a first start says where its root key is', async (t) => {

@@ -1,4 +1,5 @@
 import FindMyWay from 'find-my-way'
+import { Ajv } from 'ajv'
 import type { Route } from '../plugin.ts'
 import type { MountedRoute } from './exchange.ts'
 import { compileInput, compileQuery, newSchemaCompiler } from './schemas.ts'
@@ -12,6 +13,8 @@ export class RouteTable {
   private readonly router = FindMyWay({ caseSensitive: false, ignoreTrailingSlash: false, ignoreDuplicateSlashes: false, maxParamLength: 200 })
   private readonly bodyAjv = newSchemaCompiler('body')
   private readonly queryAjv = newSchemaCompiler('query')
+  /** Checks answer schemas against the JSON Schema meta-schema only: they are documentation, never compiled. */
+  private readonly answerAjv = new Ajv({ strict: false, validateFormats: false })
   private readonly mounted: MountedRoute[] = []
 
   constructor(private readonly basePath: string) {}
@@ -27,10 +30,14 @@ export class RouteTable {
     const problem = unservablePath(route.path)
     if (problem) throw new PluginError(`${named}: ${problem}`)
     if (typeof route.xml?.root !== 'string') throw new PluginError(`${named}: xml.root is required (the root element of its XML answers)`)
-    // Documentation only (never compiled): carried into the OpenAPI document as it is.
+    // Found here rather than as a 500 on every call of the route.
+    if (typeof route.handler !== 'function') throw new PluginError(`${named}: handler must be a function`)
+    if (route.cache !== undefined && !validCache(route.cache)) throw new PluginError(`${named}: cache is { ttlSeconds: a number above 0, partition: a function }`)
+    // Documentation only (never compiled): carried into the OpenAPI document as it is, so it must at least be a schema.
     if (route.answer !== undefined) {
       if (typeof route.answer !== 'object' || route.answer === null || Array.isArray(route.answer)) throw new PluginError(`${named}: answer must be a JSON schema object`)
       refuseReference(named, 'answer', route.answer)
+      if (!this.answerAjv.validateSchema(route.answer)) throw new PluginError(`${named}: its answer schema is invalid: ${this.answerAjv.errorsText(this.answerAjv.errors)}`)
     }
     const taken = this.mounted.find((other) => other.route.method === route.method && other.route.path.toLowerCase() === route.path.toLowerCase())
     if (taken) throw new PluginError(`${route.method} ${route.path} of plugin ${plugin} is already routed to plugin ${taken.plugin}`)
@@ -69,6 +76,12 @@ function unservablePath(path: string): string | null {
   if (segments.some((segment) => segment === '')) return 'a path has no empty segment (no // and no trailing /)'
   if (segments.some((segment) => segment === '.' || segment === '..')) return 'a path has no . or .. segment'
   return null
+}
+
+/** A cache policy a plugin written in JavaScript declared as the types ask. */
+function validCache(cache: unknown): boolean {
+  const policy = cache as { ttlSeconds?: unknown; partition?: unknown } | null
+  return typeof policy === 'object' && policy !== null && typeof policy.ttlSeconds === 'number' && Number.isFinite(policy.ttlSeconds) && policy.ttlSeconds > 0 && typeof policy.partition === 'function'
 }
 
 /** The query of a route that declares none: no parameter but `format`, which the input stage takes first. */
