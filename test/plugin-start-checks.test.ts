@@ -15,6 +15,7 @@ import { createKernel } from '../kernel/boot/kernel.ts'
 import { loadConfig } from '../kernel/boot/config.ts'
 import { createLogger, silentLogger } from '../kernel/observe/logger.ts'
 import { RouteTable } from '../kernel/http/router.ts'
+import { loadPlugins } from '../kernel/boot/pluginLoader.ts'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
 import { createScratchDatabase } from './helpers/scratchDatabase.ts'
 import { freePort } from './helpers/freePort.ts'
@@ -171,4 +172,14 @@ t.test('a started plugin whose routes its change history does not add is served,
     msg: 'plugin unrecorded: no "added" entry in its change history (history.json) for GET /Unrecorded/Read/A, GET /Unrecorded/Read/B; these routes are missing from GET /Api/Read/Changes and its feed',
   })
   t.equal((await service.call('GET', '/Unrecorded/Read/A')).status, 200, 'the route is served all the same')
+})
+
+t.test('migrations and sealed columns a JavaScript plugin declares wrongly are refused at load, naming the plugin', async (t) => {
+  const plugin = (overrides: Record<string, unknown>) => ({ name: 'bad', setup: () => [], ...overrides }) as unknown as Plugin
+  // Before: a TypeError after the kernel's migrations ("migrations[name].up is not a function", "columns.map is not a function").
+  await t.rejects(loadPlugins([], [plugin({ migrations: [1, 2] })]), { message: `plugin 'bad': migrations is an object of { '0001-name': { up(db, dialect) } }` })
+  await t.rejects(loadPlugins([], [plugin({ migrations: { '0001-x': {} } })]), { message: `plugin 'bad': migration '0001-x' needs an up(db, dialect) function` })
+  await t.rejects(loadPlugins([], [plugin({ sealedColumns: 'x' })]), { message: `plugin 'bad': sealedColumns is an array of { table, idColumn, column, contextPrefix }` })
+  await t.rejects(loadPlugins([], [plugin({ sealedColumns: [{ table: 't', idColumn: 'id', column: 'secret' }] })]), { message: `plugin 'bad': sealedColumns is an array of { table, idColumn, column, contextPrefix }, got {"table":"t","idColumn":"id","column":"secret"}` })
+  await t.resolves(loadPlugins([], [plugin({ migrations: { '0001-x': { up: async () => {} } }, sealedColumns: [{ table: 't', idColumn: 'id', column: 'secret', contextPrefix: 'bad:' }] })]), 'as the types say')
 })

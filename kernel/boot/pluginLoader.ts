@@ -65,6 +65,8 @@ export async function loadPlugins(entries: readonly string[], extra: readonly Pl
     if (external && reserved.has(plugin.name)) throw new PluginError(`${what}: plugin name '${plugin.name}' is reserved (${plugin.name === 'kernel' ? "the kernel's own" : 'a built-in plugin'}); give the plugin another name`)
     if (plugins.some((loaded) => loaded.name === plugin.name)) throw new PluginError(`plugin '${plugin.name}' is loaded twice`)
     checkDefaultGroups(plugin)
+    checkMigrations(plugin)
+    checkSealedColumns(plugin)
     plugins.push(plugin)
   }
   for (const entry of entries) {
@@ -116,5 +118,26 @@ function checkDefaultGroups(plugin: Plugin): void {
       if (typeof entry?.path !== 'string' || !entry.path.startsWith('/')) throw new PluginError(`${named}: each path is { path: '/...', displayName }, got ${JSON.stringify(entry)}`)
       if (typeof entry.displayName !== 'string') throw new PluginError(`${named}: path ${entry.path} needs a displayName`)
     }
+  }
+}
+
+/** Its migrations, checked at load: a wrong shape would fail after the kernel's own migrations, as a TypeError. */
+function checkMigrations(plugin: Plugin): void {
+  const migrations: unknown = plugin.migrations
+  if (migrations === undefined) return
+  if (typeof migrations !== 'object' || migrations === null || Array.isArray(migrations)) throw new PluginError(`plugin '${plugin.name}': migrations is an object of { '0001-name': { up(db, dialect) } }`)
+  for (const [name, migration] of Object.entries(migrations)) {
+    if (typeof (migration as { up?: unknown } | null)?.up !== 'function') throw new PluginError(`plugin '${plugin.name}': migration '${name}' needs an up(db, dialect) function`)
+  }
+}
+
+/** Its sealed columns (where it keeps `secrets.seal`ed values), checked at load for the same reason. */
+function checkSealedColumns(plugin: Plugin): void {
+  const columns: unknown = plugin.sealedColumns
+  if (columns === undefined) return
+  const shape = `plugin '${plugin.name}': sealedColumns is an array of { table, idColumn, column, contextPrefix }`
+  if (!Array.isArray(columns)) throw new PluginError(shape)
+  for (const column of columns as Record<string, unknown>[]) {
+    if (!['table', 'idColumn', 'column', 'contextPrefix'].every((field) => typeof column?.[field] === 'string' && column[field] !== '')) throw new PluginError(`${shape}, got ${JSON.stringify(column)}`)
   }
 }
