@@ -84,6 +84,33 @@ function acceptedFormat(accept: string, keyFormat: ResponseFormat): ResponseForm
 }
 
 /**
+ * Whether an Accept header takes a route's own content type (a RawAnswer's: a feed, a
+ * page, `image/*`): the most specific ranges matching it (RFC 9110 12.5.1) have q > 0.
+ * Such a route answers its type whatever json/xml/csv the header refuses.
+ */
+export function acceptsType(accept: string, contentType: string): boolean {
+  const [type, subtype = ''] = contentType.split(';')[0].trim().toLowerCase().split('/')
+  let rank = -1
+  let quality = 0
+  for (const range of accept.toLowerCase().split(',')) {
+    const [mediaType, ...parameters] = range.split(';')
+    const [rangeType, rangeSubtype] = mediaType.trim().split('/')
+    const rangeRank =
+      rangeType === '*' && rangeSubtype === '*' ? 0 : rangeType !== type ? -1 : rangeSubtype === '*' ? 1 : rangeSubtype === subtype || subtype === '*' ? 2 : -1
+    if (rangeRank < 0 || rangeRank < rank) continue
+    let rangeQuality = 1
+    for (const parameter of parameters) {
+      const [name, value] = parameter.split('=')
+      if (name.trim() === 'q') rangeQuality = Number(value?.trim())
+    }
+    if (!(rangeQuality >= 0 && rangeQuality <= 1)) continue
+    quality = rangeRank > rank ? rangeQuality : Math.max(quality, rangeQuality)
+    rank = rangeRank
+  }
+  return quality > 0
+}
+
+/**
  * The format of one answer (D12): `?format=` first, then an Accept header naming one
  * of ours, then the key's ResponseFormat. Returns null for an unknown `?format=`.
  */

@@ -1,7 +1,7 @@
 import type { Stage } from '../pipeline.ts'
 import type { Exchange } from '../exchange.ts'
 import { ApiError, badRequest } from '../errors.ts'
-import { chooseFormat } from '../encoders.ts'
+import { acceptsType, chooseFormat } from '../encoders.ts'
 import { describeSchemaError } from '../schemaErrors.ts'
 
 const jsonType = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
@@ -41,7 +41,15 @@ export function parseInputStage(): Stage {
           else query[name] = value
         }
       }
-      const chosen = chooseFormat(format, exchange.request.headers.accept, exchange.caller.responseFormat)
+      const { accept } = exchange.request.headers
+      let chosen: ReturnType<typeof chooseFormat>
+      try {
+        chosen = chooseFormat(format, accept, exchange.caller.responseFormat)
+      } catch (error) {
+        // A route of its own type (feed, page, photo) answers that type: refused only when the header refuses it too.
+        if (!(error instanceof ApiError && error.code === 'NOT_ACCEPTABLE' && route.rawContentType && accept !== undefined && acceptsType(accept, route.rawContentType))) throw error
+        chosen = exchange.caller.responseFormat
+      }
       if (chosen === null) throw badRequest('format must be one of json, xml, csv.')
       exchange.format = chosen
       // Who may call it first: a caller the route refuses learns nothing from its input's checks.
