@@ -217,12 +217,21 @@ export interface ListedPage {
 }
 
 export async function runListing(db: PeopleDb, dialect: Dialect, scope: Scope, set: ListingSet, plan: ListingPlan, remember: ListingMemo): Promise<ListedPage> {
+  // On MariaDB the count, the anchor and the page are separate statements, each on any
+  // pooled connection: one read-only snapshot makes them see the same people while
+  // others write. (SQLite's reads share one connection and see one state already.)
+  if (dialect !== 'mysql') return listIn(db, dialect, scope, set, plan, remember)
+  return db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only')
+    .execute((trx) => listIn(trx, dialect, scope, set, plan, remember))
+}
+
+async function listIn(db: PeopleDb, dialect: Dialect, scope: Scope, set: ListingSet, plan: ListingPlan, remember: ListingMemo): Promise<ListedPage> {
   const queries = listingQueries(db, dialect, scope, set, plan)
   const listing = `${set}|${plan.filterText}`
   // Every page of one listing has the same Total; counting 100,000 rows costs more
   // than the page itself, so it is counted once until the scope's people change.
-  const total = await remember(`total|${listing}`, async () => Number((await queries.count.executeTakeFirstOrThrow()).total))
-  const pages = Math.max(1, Math.ceil(total / plan.size))
+  let total = await remember(`total|${listing}`, async () => Number((await queries.count.executeTakeFirstOrThrow()).total))
+  let pages = Math.max(1, Math.ceil(total / plan.size))
   // `people`: the JSON of the People field, a text or the records' array.
   const answer = (page: string, next: string | null, people: string): ListedPage => {
     const head: Omit<ListingAnswer, 'People'> = next === null
@@ -252,11 +261,19 @@ export async function runListing(db: PeopleDb, dialect: Dialect, scope: Scope, s
       return row ? queries.keyOf(row) : null
     })
   }
-  const page = `${Math.floor(before / plan.size) + 1} of ${pages}`
-  if (before > 0 && key === null) return answer(page, null, nobody)
+  if (before > 0 && key === null) return answer(`${Math.floor(before / plan.size) + 1} of ${pages}`, null, nobody)
   const read = await readPage(db, queries, key, plan.size)
-  if (read.records.length === 0) return answer(page, null, nobody)
   const end = before + read.records.length
+  // A remembered Total predates a write that is committed but has not yet dropped it (a
+  // write commits a moment before its drop): when the page shows that (people after the
+  // Total, or a last page ending before it), count again, so one answer never pairs
+  // the Total of before a write with people of after it. The drop follows at once.
+  if (read.records.length > 0 && (read.more ? end >= total : end !== total)) {
+    total = Number((await queries.count.executeTakeFirstOrThrow()).total)
+    pages = Math.max(1, Math.ceil(total / plan.size))
+  }
+  const page = `${Math.floor(before / plan.size) + 1} of ${pages}`
+  if (read.records.length === 0) return answer(page, null, nobody)
   let next: string | null = null
   if (read.more) {
     const lastKey = queries.keyOf(read.lastRow ?? await queries.keyOfPerson(read.lastId).executeTakeFirstOrThrow())
