@@ -217,15 +217,6 @@ export interface ListedPage {
 }
 
 export async function runListing(db: PeopleDb, dialect: Dialect, scope: Scope, set: ListingSet, plan: ListingPlan, remember: ListingMemo): Promise<ListedPage> {
-  // On MariaDB the count, the anchor and the page are separate statements, each on any
-  // pooled connection: one read-only snapshot makes them see the same people while
-  // others write. (SQLite's reads share one connection and see one state already.)
-  if (dialect !== 'mysql') return listIn(db, dialect, scope, set, plan, remember)
-  return db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only')
-    .execute((trx) => listIn(trx, dialect, scope, set, plan, remember))
-}
-
-async function listIn(db: PeopleDb, dialect: Dialect, scope: Scope, set: ListingSet, plan: ListingPlan, remember: ListingMemo): Promise<ListedPage> {
   const queries = listingQueries(db, dialect, scope, set, plan)
   const listing = `${set}|${plan.filterText}`
   // Every page of one listing has the same Total; counting 100,000 rows costs more
