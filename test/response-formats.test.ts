@@ -68,6 +68,8 @@ const samples: Record<string, Sample> = {
   'get /api/read/limits': async (service) => ({ key: await insertKey(service, { max_hits: '100/1Min,1000/1Day' }) }),
   'post /people/read/filtered': async () => ({ body: { filter: 'LastName=Listed' } }),
   'post /people/read/sorted': async () => ({ body: { sort: '-LastName' } }),
+  'get /people/read/filtered': async () => ({ query: 'filter=LastName%3DListed' }),
+  'get /people/read/sorted': async () => ({ query: 'sort=-LastName' }),
   // A stored image: its own bytes and type whatever format is asked for.
   'get /people/read/photo': async (service, format) => {
     const id = await person(service, `photo read ${format}`)

@@ -68,14 +68,17 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
     return result.after
   }
 
-  /** POST /people/read/list|filtered|sorted: one listing; `required` names the parameter the route is about. */
-  function listRoute(path: string, required?: 'filter' | 'sort') {
-    return defineRoute<ListingParameters, ListingParameters>({
-      method: 'POST',
+  /**
+   * /people/read/list|filtered|sorted: one listing; `required` names the parameter the
+   * route is about. POST takes the parameters in its body or query string, GET (D11) in
+   * its query string alone.
+   */
+  function listRoute(method: 'GET' | 'POST', path: string, required?: 'filter' | 'sort') {
+    return defineRoute<ListingParameters | undefined, ListingParameters & { IncludeDeleted?: 0 | 1 | boolean }>({
+      method,
       path,
       summary: required === 'filter' ? 'People matching a filter, paged' : required === 'sort' ? 'People in a chosen order, paged' : 'People, paged by number or cursor',
-      body: schemas.listBody,
-      query: schemas.listQuery,
+      ...(method === 'POST' ? { body: schemas.listBody, query: schemas.listQuery } : { query: schemas.listGetQuery }),
       cache: listingCache,
       answer: schemas.listingAnswer,
       answerHeaders: pagedListHeaders({ next: true }),
@@ -83,11 +86,13 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       csv: listingRows,
       csvColumns: personRecordFields,
       async handler(call) {
-        const { IncludeDeleted, ...fromBody } = call.body
+        const { IncludeDeleted: deletedInBody, ...fromBody } = call.body ?? {}
+        const { IncludeDeleted: deletedInQuery, ...fromQuery } = call.query
+        const IncludeDeleted = deletedInBody ?? deletedInQuery
         for (const name of Object.keys(fromBody)) {
-          if (name in call.query) throw badRequest(`${name} is given both in the query string and in the body.`)
+          if (name in fromQuery) throw badRequest(`${name} is given both in the query string and in the body.`)
         }
-        const parameters = { ...call.query, ...fromBody }
+        const parameters: ListingParameters = { ...fromQuery, ...fromBody }
         // Only commas and spaces ("," or " , ") name no field either: the route's point is missing.
         if (required && !/[^,\s]/.test(parameters[required] ?? '')) throw badRequest(`${required} is required on ${path}.`)
         const plan = planListing(parameters, { allowDeletedFilter: true })
@@ -154,9 +159,12 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       xml: { root: 'Photo' },
       handler: (call) => photoAnswer(db, kernel.config.dataDir, scopeOf(call.caller), call.query.Id, call),
     }),
-    listRoute('/people/read/list'),
-    listRoute('/people/read/filtered', 'filter'),
-    listRoute('/people/read/sorted', 'sort'),
+    listRoute('POST', '/people/read/list'),
+    listRoute('POST', '/people/read/filtered', 'filter'),
+    listRoute('POST', '/people/read/sorted', 'sort'),
+    listRoute('GET', '/people/read/list'),
+    listRoute('GET', '/people/read/filtered', 'filter'),
+    listRoute('GET', '/people/read/sorted', 'sort'),
 
     defineRoute<PersonInput & { Id?: number }>({
       method: 'POST',

@@ -29,6 +29,16 @@ export const listBody = {
 /** The list routes also take D11's parameters in the query string. */
 export const listQuery = missingQuery
 
+/**
+ * GET /people/read/list|filtered|sorted (D11 names /people/read/list among the routes that
+ * take query parameters): everything in the query string, IncludeDeleted as 0/1 or true/false.
+ */
+export const listGetQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { ...listingProperties, IncludeDeleted: { type: ['integer', 'boolean'], enum: [0, 1, true, false] } },
+} as const
+
 /** POST /People/Update/OneChange: no Id creates, an Id changes only the given fields. */
 export const changeBody = {
   type: 'object',
