@@ -17,6 +17,7 @@ import { createKernel, type Kernel } from './kernel.ts'
 import { servePrimary, workerLink } from './cluster.ts'
 import { MasterKeyFileError, masterKeyWarning } from '../auth/masterKey.ts'
 import { MasterKeyMismatch, type RootKey } from './bootstrap.ts'
+import { NewerDatabase } from '../storage/migrator.ts'
 import { createLogger, type Logger } from '../observe/logger.ts'
 import { listenAggregated } from '../observe/metrics.ts'
 import { packageVersion } from './packageRoot.ts'
@@ -201,6 +202,11 @@ if ((argument === '--version' || argument === '-v') && more.length === 0) {
   main(logger).catch((error) => {
     // A wrong master key is the operator's to fix: one line that says so, no stack.
     if (error instanceof MasterKeyMismatch) {
+      console.error(`keygate: ${error.message}`)
+      process.exit(1)
+    }
+    // So is a downgrade: a newer version's migrations found, nothing run or written.
+    if (error instanceof NewerDatabase) {
       console.error(`keygate: ${error.message}`)
       process.exit(1)
     }

@@ -23,6 +23,8 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, owner: string, 
     new Set((await executor.selectFrom(table).select('name').execute()).map((row: { name: string }) => row.name))
   // The usual start: everything is applied already, and nobody needs to take turns.
   const done = await applied(db)
+  const unknown = [...done].filter((name) => !(name in migrations)).sort()
+  if (unknown.length > 0) throw new NewerDatabase(owner, unknown)
   if (names.every((name) => done.has(name))) return
   if (dialect === 'mysql') return migrateLocked(db, table, owner, migrations, names, applied)
   for (const name of names) {
@@ -40,6 +42,20 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, owner: string, 
         throw error
       }
     })
+  }
+}
+
+/**
+ * The database holds migrations this version does not have: a newer version migrated it
+ * (a downgrade). Starting would run old code on tables it does not know (migrations are
+ * only ever appended, so an unknown name can only come from a later release).
+ */
+export class NewerDatabase extends Error {
+  constructor(owner: string, unknown: string[]) {
+    super(
+      `this database was migrated by a newer version of keygate (${owner} migration ${unknown.join(', ')} is unknown to this one): ` +
+        'start that version again, or restore the backup taken before the upgrade',
+    )
   }
 }
 
