@@ -30,6 +30,24 @@ const acceptRanges: Record<string, readonly ResponseFormat[]> = {
   '*/*': ['json', 'xml', 'csv'],
 }
 
+/**
+ * An Accept header's media ranges, lower-cased, with their q (1 when absent); ranges whose
+ * q is not a number from 0 to 1 are dropped, as if not sent.
+ */
+function mediaRanges(accept: string): { mediaType: string; quality: number }[] {
+  const ranges: { mediaType: string; quality: number }[] = []
+  for (const range of accept.toLowerCase().split(',')) {
+    const [mediaType, ...parameters] = range.split(';')
+    let quality = 1
+    for (const parameter of parameters) {
+      const [name, value] = parameter.split('=')
+      if (name.trim() === 'q') quality = Number(value?.trim())
+    }
+    if (quality >= 0 && quality <= 1) ranges.push({ mediaType: mediaType.trim(), quality })
+  }
+  return ranges
+}
+
 /** How specific a media range is: a full type over `type/*` over the any-type range (RFC 9110 12.5.1). */
 function specificity(mediaType: string): number {
   return mediaType === '*/*' ? 0 : mediaType.endsWith('/*') ? 1 : 2
@@ -46,17 +64,9 @@ function specificity(mediaType: string): number {
  */
 function acceptedFormat(accept: string, keyFormat: ResponseFormat): ResponseFormat | null {
   const ranges: { covers: readonly ResponseFormat[]; rank: number; quality: number }[] = []
-  for (const range of accept.toLowerCase().split(',')) {
-    const [type, ...parameters] = range.split(';')
-    const mediaType = type.trim()
+  for (const { mediaType, quality } of mediaRanges(accept)) {
     const covers = acceptRanges[mediaType]
-    if (covers === undefined) continue
-    let quality = 1
-    for (const parameter of parameters) {
-      const [name, value] = parameter.split('=')
-      if (name.trim() === 'q') quality = Number(value?.trim())
-    }
-    if (quality >= 0 && quality <= 1) ranges.push({ covers, rank: specificity(mediaType), quality })
+    if (covers !== undefined) ranges.push({ covers, rank: specificity(mediaType), quality })
   }
   // A format is refused when the most specific ranges naming it all say q=0.
   const refused = new Set<ResponseFormat>()
@@ -92,18 +102,11 @@ export function acceptsType(accept: string, contentType: string): boolean {
   const [type, subtype = ''] = contentType.split(';')[0].trim().toLowerCase().split('/')
   let rank = -1
   let quality = 0
-  for (const range of accept.toLowerCase().split(',')) {
-    const [mediaType, ...parameters] = range.split(';')
-    const [rangeType, rangeSubtype] = mediaType.trim().split('/')
+  for (const { mediaType, quality: rangeQuality } of mediaRanges(accept)) {
+    const [rangeType, rangeSubtype] = mediaType.split('/')
     const rangeRank =
       rangeType === '*' && rangeSubtype === '*' ? 0 : rangeType !== type ? -1 : rangeSubtype === '*' ? 1 : rangeSubtype === subtype || subtype === '*' ? 2 : -1
     if (rangeRank < 0 || rangeRank < rank) continue
-    let rangeQuality = 1
-    for (const parameter of parameters) {
-      const [name, value] = parameter.split('=')
-      if (name.trim() === 'q') rangeQuality = Number(value?.trim())
-    }
-    if (!(rangeQuality >= 0 && rangeQuality <= 1)) continue
     quality = rangeRank > rank ? rangeQuality : Math.max(quality, rangeQuality)
     rank = rangeRank
   }
