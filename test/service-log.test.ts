@@ -6,7 +6,7 @@ import t from 'tap'
 import { spawnSync } from 'node:child_process'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { forEachDatabase, startService } from './helpers/service.ts'
@@ -160,7 +160,7 @@ t.test('an unexpected error line names its call: request id, method and route (l
   })
 })
 
-t.test('a start that fails on a setting (port in use, host or database unusable) is one plain line naming it', async (t) => {
+t.test('a start that fails on a setting (port in use, host, data folder, master key file or database unusable) is one plain line naming it', async (t) => {
   const folder = mkdtempSync(join(tmpdir(), 'keygate-start-failure-'))
   t.teardown(() => rmSync(folder, { recursive: true, force: true }))
   const busy = createServer()
@@ -173,12 +173,20 @@ t.test('a start that fails on a setting (port in use, host or database unusable)
     timeout: 30_000,
   })
   const port = (busy.address() as AddressInfo).port
+  const aFile = join(folder, 'a-file')
+  writeFileSync(aFile, '')
   const cases: [NodeJS.ProcessEnv, string][] = [
     [{ PORT: String(port) }, `keygate: invalid setting host or port: cannot listen on 127.0.0.1:${port} (EADDRINUSE)\n`],
     [{ METRICS_PORT: String(port) }, `keygate: invalid setting metrics.port: cannot listen on 127.0.0.1:${port} (EADDRINUSE)\n`],
     [{ METRICS_PORT: String(port), WORKERS: '2' }, `keygate: invalid setting metrics.port: cannot listen on 127.0.0.1:${port} (EADDRINUSE)\n`],
     [{ HOST: 'no-such-host.invalid' }, "keygate: invalid setting host: 'no-such-host.invalid' does not resolve (ENOTFOUND)\n"],
     [{ DATABASE_URL: `mysql://keygate:${password}@127.0.0.1:1/keygate` }, 'keygate: the database of databaseUrl mysql://keygate:***@127.0.0.1:1/keygate does not answer (is it running?): connect ECONNREFUSED 127.0.0.1:1\n'],
+    [{ METRICS_HOST: 'no-such-host.invalid', METRICS_PORT: String(port) }, "keygate: invalid setting metrics.host: 'no-such-host.invalid' does not resolve (ENOTFOUND)\n"],
+    [{ MASTER_KEY: folder }, `keygate: invalid setting masterKey: master key file ${folder} cannot be read (EISDIR)\n`],
+    [{ DATA_DIR: aFile }, `keygate: invalid setting dataDir: cannot use ${aFile}: ENOTDIR: not a directory, mkdir '${aFile}'\n`],
+    [{ DATA_DIR: join(aFile, 'data') }, `keygate: invalid setting dataDir: cannot use ${join(aFile, 'data')}: ENOTDIR: not a directory, stat '${join(aFile, 'data')}'\n`],
+    // Node's own recursive mkdir loops forever here (mkdir answers ENOENT under a folder that exists).
+    ...(existsSync('/proc/self') ? [[{ DATA_DIR: '/proc/keygate-data' }, "keygate: invalid setting dataDir: cannot use /proc/keygate-data: ENOENT: no such file or directory, mkdir '/proc/keygate-data'\n"] as [NodeJS.ProcessEnv, string]] : []),
   ]
   for (const [env, line] of cases) {
     const result = start(env)

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { dirname, join, relative, resolve, isAbsolute } from 'node:path'
+import { makeFolder } from '../storage/makeFolder.ts'
 
 /**
  * Where the master key (D9) comes from. `masterKey` (env MASTER_KEY) is either the key
@@ -27,7 +28,14 @@ export class MasterKeyFileError extends Error {}
 /** The keys in a key file, sealing key first. */
 export function readMasterKeyFile(file: string): Buffer[] {
   if (!existsSync(file)) throw new MasterKeyFileError(`master key file ${file} does not exist`)
-  const lines = readFileSync(file, 'utf8').split('\n').map((line) => line.trim()).filter(Boolean)
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (error) {
+    // A folder, or a file this user may not read: the operator's to fix, named as such.
+    throw new MasterKeyFileError(`master key file ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
+  }
+  const lines = text.split('\n').map((line) => line.trim()).filter(Boolean)
   if (lines.length === 0 || !lines.every((line) => hexKey.test(line))) throw new MasterKeyFileError(`${file} does not hold a 64-hex-digit master key`)
   return lines.map((line) => Buffer.from(line, 'hex'))
 }
@@ -51,7 +59,7 @@ export function writeMasterKeyFile(file: string, keys: readonly Buffer[]): void 
 
 /** Creates `<dataDir>/master.key` unless it exists; when another process made it meanwhile, theirs holds. */
 function generateKeyFile(file: string): void {
-  mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
+  makeFolder(dirname(file))
   try {
     // 'wx' fails if another process created it meanwhile; then theirs is read.
     writeFileSync(file, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' })

@@ -1,9 +1,10 @@
-import { writeFileSync, mkdirSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { createHash } from 'node:crypto'
 import { join } from 'node:path'
 import type { Kysely, Transaction } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
 import { isUniqueViolation } from '../storage/database.ts'
+import { makeFolder } from '../storage/makeFolder.ts'
 import { adminGroupName, type DefaultGroup, type Plugin } from '../plugin.ts'
 import type { SecretBox } from '../auth/secrets.ts'
 import { newDaySecret } from '../auth/dayCode.ts'
@@ -61,7 +62,7 @@ export interface RootKey extends IssuedKey {
  * existing key file is never overwritten. Returns the path written.
  */
 export function writeRootKeyFile(dataDir: string, root: IssuedKey): string {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  makeFolder(dataDir)
   const content = JSON.stringify({ Id: root.id, Api_Key: root.apiKey, Api_Secret: root.secret }, null, 2) + '\n'
   for (let index = 1; ; index++) {
     const file = join(dataDir, index === 1 ? 'admin-key.json' : `admin-key-${index}.json`)

@@ -1,3 +1,4 @@
+import { isAbsolute, join, relative, resolve } from 'node:path'
 import { ConfigError, maskedUrl, type Config } from './config.ts'
 
 /** Driver codes that say databaseUrl itself is wrong: its host, user, password or database (not a bug of ours). */
@@ -27,6 +28,17 @@ export function startFailure(error: unknown, config: Config): ConfigError | null
   if (failure.syscall === 'getaddrinfo' && failure.hostname === config.host) {
     return new ConfigError(`invalid setting host: '${config.host}' does not resolve (${failure.code})`)
   }
+  if (failure.syscall === 'getaddrinfo' && config.metrics && failure.hostname === config.metrics.host) {
+    return new ConfigError(`invalid setting metrics.host: '${config.metrics.host}' does not resolve (${failure.code})`)
+  }
+  // The data folder (or a file in it) cannot be made, opened or written: a file of that
+  // name, a parent that is a file, a read-only place, another user's folder.
+  if (typeof failure.path === 'string' && isInside(failure.path, config.dataDir)) {
+    return new ConfigError(`invalid setting dataDir: cannot use ${resolve(config.dataDir)}: ${failure.message.split('\n')[0]}`)
+  }
+  if (!config.databaseUrl && (failure.code === 'SQLITE_CANTOPEN' || failure.code === 'SQLITE_READONLY')) {
+    return new ConfigError(`invalid setting dataDir: cannot open ${join(resolve(config.dataDir), 'keygate.sqlite')}: ${failure.message.split('\n')[0]}`)
+  }
   // The driver's message names the host or user, never the password; the URL is printed masked.
   if (config.databaseUrl && wrongDatabaseCodes.has(failure.code)) {
     return new ConfigError(`invalid setting databaseUrl: ${maskedUrl(config.databaseUrl)} cannot be used: ${failure.message.split('\n')[0]}`)
@@ -35,4 +47,9 @@ export function startFailure(error: unknown, config: Config): ConfigError | null
     return new ConfigError(`the database of databaseUrl ${maskedUrl(config.databaseUrl)} does not answer (is it running?): ${failure.message.split('\n')[0]}`)
   }
   return null
+}
+
+function isInside(path: string, folder: string): boolean {
+  const inside = relative(resolve(folder), resolve(path))
+  return !inside.startsWith('..') && !isAbsolute(inside)
 }

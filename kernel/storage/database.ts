@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync } from 'node:fs'
+import { chmodSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { Kysely, MysqlDialect, sql, type CreateTableBuilder, type Insertable } from 'kysely'
@@ -11,6 +11,7 @@ import { WaitingSqliteDialect } from './sqliteDriver.ts'
 import { mysqlWriterThread } from './mysqlWriterThread.ts'
 import { defaultQueryTimeoutMs, timeLimitedPool } from './mysqlTimeLimit.ts'
 import type { WriterThread } from './writerThread.ts'
+import { makeFolder } from './makeFolder.ts'
 
 export type Dialect = 'sqlite' | 'mysql'
 
@@ -80,7 +81,7 @@ const sqliteBusyWaitMs = 5000
  */
 export function openDatabase(options: DatabaseOptions, { checkpointInBackground = false } = {}): Database {
   if (options.databaseUrl) return openMysql(options.databaseUrl, options.database?.queryTimeoutMs ?? defaultQueryTimeoutMs)
-  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 })
+  makeFolder(options.dataDir)
   const path = join(options.dataDir, 'keygate.sqlite')
   const file = new SQLite(path)
   // The database holds sealed secrets and people's data: owner only (WAL files follow it).
