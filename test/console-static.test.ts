@@ -8,9 +8,9 @@
  */
 import t from 'tap'
 import { request } from 'node:http'
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { startService } from './helpers/service.ts'
 import type { Plugin } from '../kernel/plugin.ts'
 
@@ -112,9 +112,21 @@ t.test('an unbuilt folder answers 503 with a clear text; console.enabled false r
 })
 
 t.test('a base path that puts the API under the console is refused at start', async (t) => {
-  await t.rejects(startService(t, { kind: 'sqlite', config: { basePath: '/console' } }),
-    { message: /^invalid setting basePath: '\/console' puts (GET|POST) \/console\/\S+ \(plugin \w+\) under \/console\/, where static files are served; choose another basePath/ })
-  await t.rejects(startService(t, { kind: 'sqlite', config: { basePath: '/Console/v1' } }), { message: /^invalid setting basePath: '\/Console\/v1' puts/ }, 'routes match case-insensitively')
+  // Refused before the database is made: no database, no root key to clean up after it.
+  const dataDir = join(mkdtempSync(join(tmpdir(), 'keygate-buried-')), 'data')
+  t.teardown(() => rmSync(dirname(dataDir), { recursive: true, force: true }))
+  await t.rejects(startService(t, { kind: 'sqlite', config: { basePath: '/console', dataDir } }),
+    { message: "invalid setting basePath: '/console' puts every route under /console/, where static files are served; choose another basePath" })
+  t.notOk(existsSync(dataDir), 'nothing was written: no database, no admin-key.json')
+  await t.rejects(startService(t, { kind: 'sqlite', config: { basePath: '/Console/v1' } }), { message: /^invalid setting basePath: '\/Console\/v1' puts every route under \/console\// }, 'routes match case-insensitively')
+  // A mount that covers some routes only (here a plugin's own) is found once the routes are known.
+  const shadowing: Plugin = {
+    name: 'shadowing',
+    setup: () => [{ method: 'GET', path: '/Files/Read/List', xml: { root: 'Files' }, handler: () => ({}) }],
+    staticFiles: () => ({ mount: '/v1.0/files/', folder: join(tmpdir(), 'keygate-no-such-folder'), missing: 'Error: not built.' }),
+  }
+  await t.rejects(startService(t, { kind: 'sqlite', plugins: [shadowing] }),
+    { message: /^invalid setting basePath: '\/v1\.0' puts GET \/v1\.0\/Files\/Read\/List \(plugin shadowing\) under \/v1\.0\/files\/, where static files are served; choose another basePath/ })
   const beside = await startService(t, { kind: 'sqlite', config: { basePath: '/consoles' } })
   t.equal((await beside.call('GET', '/Api/Read/Acl')).status, 200, 'a base path beside the mount is fine')
 })

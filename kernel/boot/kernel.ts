@@ -39,7 +39,7 @@ import { createLogger, errorReporter, type ErrorReport, type Logger } from '../o
 import { KernelMetrics } from '../observe/metrics.ts'
 import { accessLogStage } from '../observe/accessLog.ts'
 import { healthResponder } from '../http/health.ts'
-import { hiddenRoute, staticFilesResponder } from '../http/staticFiles.ts'
+import { basePathUnderMount, hiddenRoute, staticFilesResponder } from '../http/staticFiles.ts'
 import { proxyTrust } from '../http/proxyTrust.ts'
 import { packageVersion } from './packageRoot.ts'
 import { RedisLink } from '../cluster/redisLink.ts'
@@ -99,6 +99,10 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const metrics: KernelMetrics = new KernelMetrics({ logQueued: () => callLog.queued, logQueueMax: config.log.queueMax }, packageVersion)
   const report = metrics.observeReport(options.report ?? errorReporter(logger, isStoreOutage))
   const plugins = await loadPlugins(enabledPlugins(config), options.plugins)
+  const mounts = plugins.flatMap((plugin) => plugin.staticFiles?.(config) ?? [])
+  // Refused before the database is made: a base path under a mount would hide every route.
+  const buried = basePathUnderMount(config.basePath, mounts)
+  if (buried) throw new ConfigError(buried)
   const database = openDatabase(config, { checkpointInBackground: true })
   const { db, dialect } = database
   // A start that fails here (a migration, a wrong master key, a taken node id) closes the
@@ -237,7 +241,6 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   }
 
   const routes = new RouteTable(config.basePath)
-  const mounts = plugins.flatMap((plugin) => plugin.staticFiles?.(config) ?? [])
   try {
     for (const plugin of plugins) {
       // Each plugin's lines say which plugin wrote them.

@@ -73,6 +73,12 @@ function unsafe(path: string): boolean {
  * a mount (`BASE_PATH=/console`) would get the folder's index.html, never its handler:
  * the start is refused instead. Routes match case-insensitively, so the test is too.
  */
+/** A base path inside a mount (`/console`, `/console/v1` under `/console/`): every route would be hidden behind its files. */
+export function basePathUnderMount(basePath: string, mounts: readonly StaticFiles[]): string | null {
+  const mount = mounts.find((candidate) => `${basePath}/`.toLowerCase().startsWith(candidate.mount.toLowerCase()))
+  return mount ? `invalid setting basePath: '${basePath}' puts every route under ${mount.mount}, where static files are served; choose another basePath` : null
+}
+
 export function hiddenRoute(basePath: string, mounts: readonly StaticFiles[], routes: readonly { plugin: string; route: { method: string; path: string } }[]): string | null {
   for (const mount of mounts) {
     const under = mount.mount.toLowerCase()
