@@ -4,6 +4,7 @@ import type { ClusterLink, Invalidation } from './cluster.ts'
 import type { RedisInvalidation } from '../cluster/redisInvalidation.ts'
 import type { AccessStamp } from '../cluster/accessStamp.ts'
 import type { PartitionChanges } from '../cluster/partitionChanges.ts'
+import { Underway } from '../cluster/underway.ts'
 
 /** The response-cache partition of everything cached for one key; dropped when that key changes. */
 export const keyPartition = (keyId: number) => `key:${keyId}`
@@ -53,7 +54,7 @@ export function invalidation(
   }
   if (redis) {
     redis.onChange(apply)
-    const spreading = new Set<Promise<void>>()
+    const spreading = new Underway()
     const invalidate = (change: Invalidation) => {
       apply(change)
       // Redis away, or a process it missed: the database's stamp carries a key or access
@@ -64,12 +65,9 @@ export function invalidation(
         if (change.kind === 'partition') partitions!.record(change.partition)
         else stamp!.mark()
       })
-      spreading.add(spread)
-      const done = () => void spreading.delete(spread)
-      spread.then(done, done)
-      return spread
+      return spreading.add(spread)
     }
-    return Object.assign(invalidate, { spread: () => Promise.all(spreading).then(() => undefined) })
+    return Object.assign(invalidate, { spread: async () => spreading.settled() })
   }
   cluster?.onInvalidation(apply)
   const invalidate = (change: Invalidation) => {

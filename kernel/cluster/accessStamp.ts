@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
+import { Underway } from './underway.ts'
 import { isUniqueViolation } from '../storage/database.ts'
 
 /** How often a serving process reads the stamp: every 5 s, or every `cache.keyTtlSeconds` when that is shorter. */
@@ -25,7 +26,7 @@ export class AccessStamp {
   private timer: NodeJS.Timeout | null = null
   private reading: Promise<void> | null = null
   /** Stamps still being written: a CLI run that made a change waits for them before it exits. */
-  private readonly writing = new Set<Promise<void>>()
+  private readonly writing = new Underway()
 
   constructor(
     private readonly db: Kysely<CoreTables>,
@@ -34,8 +35,7 @@ export class AccessStamp {
 
   /** Marks a change: every other process that reads the stamp drops what it made stale. */
   mark(): void {
-    const write = this.write().catch(this.report).finally(() => this.writing.delete(write))
-    this.writing.add(write)
+    this.writing.add(this.write().catch(this.report))
   }
 
   private async write(): Promise<void> {
@@ -73,7 +73,7 @@ export class AccessStamp {
     if (this.timer) clearInterval(this.timer)
     this.timer = null
     await this.reading
-    await Promise.all(this.writing)
+    await this.writing.settled()
   }
 
   private async read(): Promise<string | undefined> {

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely'
 import type { CoreTables } from '../storage/coreTables.ts'
+import { Underway } from './underway.ts'
 
 /** How often a serving process reads the changes of other processes. */
 export const partitionChangesEveryMs = 1_000
@@ -28,7 +29,7 @@ export class PartitionChanges {
   private reading: Promise<void> | null = null
   private lastPurge = 0
   private failing = false
-  private readonly writing = new Set<Promise<void>>()
+  private readonly writing = new Underway()
 
   constructor(
     private readonly db: Kysely<CoreTables>,
@@ -37,16 +38,14 @@ export class PartitionChanges {
 
   /** Tells the other processes that `partition` changed (this process already dropped it). */
   record(partition: string): void {
-    const write = this.db.insertInto('kernel_partition_changes').values({ name: partition.slice(0, 255), changed: Date.now() })
+    this.writing.add(this.db.insertInto('kernel_partition_changes').values({ name: partition.slice(0, 255), changed: Date.now() })
       .executeTakeFirst()
       .then((inserted) => {
         // Our own change is not news to us.
         const id = Number(inserted.insertId)
         if (id > this.floor) this.read.add(id)
       })
-      .catch(this.report)
-      .finally(() => this.writing.delete(write))
-    this.writing.add(write)
+      .catch(this.report))
   }
 
   /** Reads new changes every `everyMs` and hands each partition to `drop`. */
@@ -104,6 +103,6 @@ export class PartitionChanges {
     if (this.timer) clearInterval(this.timer)
     this.timer = null
     await this.reading
-    await Promise.all(this.writing)
+    await this.writing.settled()
   }
 }

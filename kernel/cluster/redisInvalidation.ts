@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Invalidation } from '../boot/cluster.ts'
 import type { RedisLink } from './redisLink.ts'
+import { Underway } from './underway.ts'
 
 /** How long an edit waits for the other processes' acknowledgements at most. */
 const ackTimeoutMs = 1000
@@ -23,7 +24,7 @@ export class RedisInvalidation {
   private readonly channel: string
   private readonly ackChannel: string
   private readonly handlers: ((change: Invalidation) => void)[] = []
-  private readonly pending = new Set<Promise<unknown>>()
+  private readonly pending = new Underway()
   private readonly waiting = new Map<string, Waiting>()
   private sequence = 0
 
@@ -104,13 +105,11 @@ export class RedisInvalidation {
         () => done(),
       )
     })
-    this.pending.add(sent)
-    void sent.finally(() => this.pending.delete(sent))
-    return sent
+    return this.pending.add(sent)
   }
 
   /** What is still being published, or undefined when nothing is (the common case: no promise). */
   inFlight(): Promise<void> | undefined {
-    return this.pending.size === 0 ? undefined : Promise.all([...this.pending]).then(() => undefined)
+    return this.pending.settled()
   }
 }
