@@ -119,6 +119,27 @@ t.test('WORKERS=2: one scrape counts the calls of every worker, the same on ever
   const { waitFor, exited, output } = watchChild(t, child)
   await waitFor('2 workers')
   const url = `http://127.0.0.1:${metricsPort}/metrics`
+  const workers = readdirSync('/proc').filter((name) => /^\d+$/.test(name)).filter((pid) => {
+    try {
+      // Its children running main.ts (tsx's esbuild is a child too).
+      return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1] === String(child.pid) &&
+        readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kernel/boot/main.ts')
+    } catch {
+      return false
+    }
+  }).map(Number)
+  t.equal(workers.length, 2, 'two worker processes')
+  // A worker that has never answered (frozen before the first scrape) has no numbers to
+  // serve: that scrape fails, 503, and the service log says why.
+  process.kill(workers[1], 'SIGSTOP')
+  try {
+    const never = await fetch(url, { signal: AbortSignal.timeout(20_000) })
+    t.equal(never.status, 503)
+    t.equal(await never.text(), 'Error: Metrics unavailable, try again shortly.')
+    t.match(output.text, /metrics: a scrape failed, answered 503/, 'said in the service log')
+  } finally {
+    process.kill(workers[1], 'SIGCONT')
+  }
   const refused = async () => sample((await scrape(url)).families, 'keygate_auth_refusals_total', { reason: 'missing_credentials' })
   const before = await refused()
   // A new connection per call, so the calls spread over both workers.
@@ -134,28 +155,32 @@ t.test('WORKERS=2: one scrape counts the calls of every worker, the same on ever
   t.match(text, /^keygate_info\{version="[^"]+"\} 1$/m, 'the version once, not once per worker')
   t.match(text, /^process_cpu_user_seconds_total /m, 'process metrics too')
 
-  // A frozen worker (SIGSTOP) cannot answer the primary: the scrape is a 503 after
-  // prom-client's 5 s and the service log says why (it was a bare 500, said nowhere).
-  const workers = readdirSync('/proc').filter((name) => /^\d+$/.test(name)).filter((pid) => {
-    try {
-      // Its children running main.ts (tsx's esbuild is a child too).
-      return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1] === String(child.pid) &&
-        readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kernel/boot/main.ts')
-    } catch {
-      return false
-    }
-  }).map(Number)
-  t.equal(workers.length, 2, 'two worker processes')
+  // A frozen worker (SIGSTOP) cannot answer the primary: after 5 s the scrape serves its
+  // last numbers (its counters stand still rather than leave the sum, which Prometheus would
+  // read as a counter reset), says so in a gauge and in the service log. It was a 503,
+  // every scrape, for as long as the worker stayed frozen.
+  t.equal(sample((await scrape(url)).families, 'keygate_metrics_workers_unanswered', {}), 0, 'every worker answered')
   process.kill(workers[0], 'SIGSTOP')
   try {
-    const frozen = await fetch(url, { signal: AbortSignal.timeout(20_000) })
-    t.equal(frozen.status, 503)
-    t.equal(await frozen.text(), 'Error: Metrics unavailable, try again shortly.')
-    t.match(output.text, /metrics: a scrape failed, answered 503/, 'said in the service log')
+    // Calls the other worker answers while the first is frozen are counted.
+    for (let index = 0; index < 5; index++) {
+      const answer = await fetch(`http://127.0.0.1:${port}/v1.0/Api/Read/Acl`, { headers: { connection: 'close' }, signal: AbortSignal.timeout(2_000) }).catch(() => null)
+      await answer?.text()
+    }
+    const started = Date.now()
+    const frozen = await scrape(url)
+    t.equal(frozen.status, 200, 'still answered')
+    t.ok(Date.now() - started >= 4_500, 'after waiting 5 s for the frozen worker')
+    t.equal(sample(frozen.families, 'keygate_metrics_workers_unanswered', {}), 1, 'one worker served from its last answer')
+    t.ok(sample(frozen.families, 'keygate_auth_refusals_total', { reason: 'missing_credentials' }) >= before + 20, 'no counter went back')
+    t.match(frozen.text, /^keygate_info\{version="[^"]+"\} 1$/m)
+    t.match(output.text, new RegExp(`metrics: worker pid ${workers[0]} did not answer within 5 s \\(frozen or busy\\?\\); its last numbers were served`), 'said in the service log')
   } finally {
     process.kill(workers[0], 'SIGCONT')
   }
-  t.equal((await scrape(url)).status, 200, 'answered again once the worker runs')
+  const thawed = await scrape(url)
+  t.equal(thawed.status, 200, 'answered again once the worker runs')
+  t.equal(sample(thawed.families, 'keygate_metrics_workers_unanswered', {}), 0)
   child.kill('SIGTERM')
   t.equal((await exited).code, 0, 'stops with exit 0')
   await t.rejects(fetch(url), 'the metrics listener closes with the primary')

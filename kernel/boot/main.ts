@@ -125,8 +125,9 @@ async function primary(config: Config, logger: Logger): Promise<void> {
   const root = await settingUp
   if (stopping) return
   // One listener, here: each scrape sums the workers' registries (not one worker's numbers).
-  if (config.metrics && config.metrics.port !== 0) closeMetrics = await listenAggregated(config.metrics, (error) => {
-    logger.warn({ err: error }, 'metrics: a scrape failed, answered 503 (a worker that did not answer within 5 s: frozen or busy?)')
+  if (config.metrics && config.metrics.port !== 0) closeMetrics = await listenAggregated(config.metrics, {
+    failed: (error) => logger.warn({ err: error }, 'metrics: a scrape failed, answered 503 (a worker that has not answered yet: just started, frozen or busy?)'),
+    unanswered: (pids) => logger.warn({ pids }, `metrics: worker pid ${pids.join(', ')} did not answer within 5 s (frozen or busy?); its last numbers were served`),
   })
   servePrimary()
   const fork = (index: number) => {

@@ -5,7 +5,8 @@
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { answerPrimary, ClusterMetrics } from './clusterMetrics.ts'
 import type { Exchange } from '../http/exchange.ts'
 import type { Stage } from '../http/pipeline.ts'
 import { isStoreOutage } from '../storage/database.ts'
@@ -126,9 +127,7 @@ export class KernelMetrics {
   reportToPrimary(options: { port: number; host: string } | undefined): void {
     if (!options || options.port === 0) return
     collectDefaultMetrics({ register: this.registry })
-    // The constructor installs prom-client's worker side of the exchange (idempotent).
-    new AggregatorRegistry()
-    AggregatorRegistry.setRegistries([this.registry])
+    answerPrimary(this.registry)
   }
 
   close(): Promise<void> {
@@ -144,9 +143,8 @@ export class KernelMetrics {
 
 /**
  * The metrics listener. A scrape that cannot be answered (with WORKERS, a worker that
- * does not answer the primary within prom-client's 5 s: frozen, or busy for that long)
- * is a 503 the scraper records as a failed scrape, and a line in the service log, so the
- * operator learns why `up` went to 0.
+ * has never answered the primary) is a 503 the scraper records as a failed scrape, and
+ * a line in the service log, so the operator learns why `up` went to 0.
  */
 function metricsServer(text: () => Promise<string>, contentType: string, failed: (error: unknown) => void = () => {}): Server {
   return createServer((request, response) => {
@@ -177,14 +175,22 @@ function listenOn(server: Server, options: { port: number; host: string }): Prom
 
 /**
  * The metrics listener of a WORKERS > 1 primary: every scrape sums the live workers'
- * registries (KernelMetrics.reportToPrimary), counters and histograms added up, so the
- * numbers never jump back and forth between workers. Resolves with a close function.
+ * registries (KernelMetrics.reportToPrimary, kernel/observe/clusterMetrics.ts), counters
+ * and histograms added up, so the numbers never jump back and forth between workers; a
+ * worker that does not answer in time is served from its last answer (`unanswered` says
+ * which). Resolves with a close function.
  */
-export async function listenAggregated(options: { port: number; host: string }, failed: (error: unknown) => void): Promise<() => Promise<void>> {
-  const aggregator = new AggregatorRegistry()
-  const server = metricsServer(() => aggregator.clusterMetrics(), aggregator.contentType, failed)
-  await listenOn(server, options)
+export async function listenAggregated(options: { port: number; host: string }, reports: { failed: (error: unknown) => void; unanswered: (workerPids: number[]) => void }): Promise<() => Promise<void>> {
+  const workers = new ClusterMetrics(reports.unanswered)
+  const server = metricsServer(() => workers.scrape(), workers.contentType, reports.failed)
+  try {
+    await listenOn(server, options)
+  } catch (error) {
+    workers.close()
+    throw error
+  }
   return () => new Promise((resolve) => {
+    workers.close()
     server.close(() => resolve())
     server.closeAllConnections()
   })
