@@ -11,6 +11,7 @@ import { join, resolve, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import SQLite from 'better-sqlite3'
 import { connect, type Socket } from 'node:net'
+import { spawnSync } from 'node:child_process'
 import { freePort } from './helpers/freePort.ts'
 import { startService } from './helpers/service.ts'
 import { signedHeaders } from '../kernel/auth/signature.ts'
@@ -19,11 +20,11 @@ import { callLoad } from './helpers/callLoad.ts'
 const repository = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 
 /** The real service (`node --import tsx kernel/boot/main.ts`) on SQLite, as `npm start` runs it. */
-async function spawnService(t: Test) {
+async function spawnService(t: Test, extraEnv: NodeJS.ProcessEnv = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'keygate-shutdown-'))
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
   const port = await freePort()
-  const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, PLUGINS: 'acl,log', NODE_ID: '3' }
+  const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, PLUGINS: 'acl,log', NODE_ID: '3', ...extraEnv }
   delete env.DATABASE_URL
   delete env.CONFIG_FILE
   const child = spawn(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { cwd: repository, env, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -111,6 +112,42 @@ t.test('SIGTERM: calls sent before it are answered, also those the process had n
   const { code } = await exited
   t.equal(code, 0, 'exit code 0')
 })
+
+// Node takes up one waiting connection per event-loop turn, and with WORKERS the primary
+// hands them over one at a time: the stop once took up 20 turns' worth and reset the rest.
+for (const workers of [1, 2]) {
+  t.test(`SIGTERM with 40 calls waiting in the listen backlog${workers > 1 ? ` (WORKERS=${workers})` : ''}: every one answered`, async (t) => {
+    const { child, exited, port, key } = await spawnService(t, workers > 1 ? { WORKERS: String(workers) } : {})
+    // The primary and its workers: all of them stop, as a process whose event loop runs far behind.
+    const processes = [child.pid!, ...spawnSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' }).stdout.split(/\s+/).filter(Boolean).map(Number)]
+    t.equal(processes.length, workers > 1 ? workers + 1 : 1, 'the processes of the service')
+    for (const pid of processes) process.kill(pid, 'SIGSTOP')
+    const waiting = await Promise.all(Array.from({ length: 40 }, () => new Promise<Socket>((done) => {
+      const socket = connect(port, '127.0.0.1', () => done(socket))
+      socket.setEncoding('utf8')
+      socket.on('error', () => undefined)
+    })))
+    const answers = waiting.map((socket) => {
+      const answered = new Promise<string>((done) => {
+        let text = ''
+        socket.on('data', (chunk: string) => (text += chunk))
+        socket.once('close', () => done(text))
+      })
+      const lines = Object.entries(signedHeaders(key, 'GET', '/Api/Read/Acl')).map(([name, value]) => `${name}: ${value}`)
+      socket.write(['GET /v1.0/Api/Read/Acl HTTP/1.1', 'Host: 127.0.0.1', ...lines, '', ''].join('\r\n'))
+      return answered
+    })
+    await new Promise((done) => setTimeout(done, 200))
+    child.kill('SIGTERM')
+    await new Promise((done) => setTimeout(done, 100))
+    for (const pid of processes) process.kill(pid, 'SIGCONT')
+    const texts = await Promise.all(answers)
+    const unanswered = texts.map((text, index) => (/^HTTP\/1\.1 200 /.test(text) ? null : index + 1)).filter((index) => index !== null)
+    t.same(unanswered, [], 'each of the 40 calls sent before SIGTERM was answered 200, none reset')
+    const { code } = await exited
+    t.equal(code, 0, 'exit code 0')
+  })
+}
 
 t.test('a call answered while the service drains gets Connection: close and its connection ends at once', async (t) => {
   const service = await startService(t, { kind: 'sqlite' })

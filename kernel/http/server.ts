@@ -10,6 +10,7 @@ import { announcesBody, noRoute, type Pipelines } from './pipelines.ts'
 import { errorAnswer, plainText } from './failure.ts'
 import { timedOutSocket } from './stages/readBody.ts'
 import { lingerMs, lingerOnClose } from './lingeringClose.ts'
+import { arrivalsSettle } from './arrivalsSettle.ts'
 
 export interface HttpServerOptions {
   config: Config
@@ -210,15 +211,13 @@ export function createServer(options: HttpServerOptions): HttpServer {
       // Stop accepting; idle keep-alive sockets close now, busy ones after their answer.
       draining = true
       // A call whose client has sent it is in flight even when this process has not taken
-      // it up yet: its connection still in the listen backlog, or its bytes not yet read
-      // (both are common under load, when the event loop runs behind). Closing the
-      // listener would reset the first, and ending the connections without a request the
-      // second. So let the event loop accept what waits and read what was sent (a few
-      // turns, until a turn brings nothing new) before the listener closes.
-      for (let turn = 0, seen = -1; turn < 20 && (turn < 2 || seen !== arrivals); turn++) {
-        seen = arrivals
-        await new Promise<void>((resolve) => setImmediate(resolve))
-      }
+      // it up yet: its connection still in the listen backlog (or, with WORKERS, held by
+      // the primary for this worker), or its bytes not yet read (common under load, when
+      // the event loop runs behind). Closing the listener would reset the first, and ending
+      // the connections without a request the second. So let the event loop accept what
+      // waits and read what was sent, until nothing new comes (arrivalsSettle.ts), before
+      // the listener closes.
+      await arrivalsSettle(() => arrivals)
       await new Promise<void>((resolve) => {
         if (!server.listening) return resolve()
         server.close(() => resolve())
