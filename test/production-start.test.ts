@@ -17,6 +17,8 @@ import { parse as parseYaml } from 'yaml'
 import { freePort } from './helpers/freePort.ts'
 import { callLoad } from './helpers/callLoad.ts'
 import { watchChild } from './helpers/childService.ts'
+import { mysqlServerOptions, withScratchMariadb } from './helpers/scratchDatabase.ts'
+import { createConnection } from 'mysql2/promise'
 import { signedHeaders } from '../kernel/auth/signature.ts'
 
 const repository = resolve(dirname(fileURLToPath(import.meta.url)), '..')
@@ -143,6 +145,48 @@ t.test('built once; node dist/kernel/boot/main.js', async (t) => {
     file.close()
     const refused = await fetch(`http://127.0.0.1:${port}/healthz`).then(() => 'answered', () => 'refused')
     t.equal(refused, 'refused', 'no worker left listening')
+  })
+
+  // One process made its kernel to the end and then listened anyway: `keygate listening`
+  // after the SIGTERM line, a port open after the stop began, its listen beside the close.
+  t.test('SIGTERM while one process runs its migrations on a fresh MariaDB: they finish, it never listens, exit 0, the next start works', async (t) => {
+    await withScratchMariadb(t, async (databaseUrl) => {
+      const dataDir = mkdtempSync(join(tmpdir(), 'keygate-stop-migrating-'))
+      t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+      const port = await freePort()
+      const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: databaseUrl }
+      delete env.CONFIG_FILE
+      delete env.WORKERS
+      delete env.PLUGINS
+      delete env.REDIS_URL
+      const database = await createConnection({ ...mysqlServerOptions(), database: new URL(databaseUrl).pathname.slice(1) })
+      t.teardown(() => database.end())
+      const child = spawn(process.execPath, startArguments, { cwd: repository, env, stdio: ['ignore', 'pipe', 'pipe'] })
+      const { output, exited } = watchChild(t, child)
+      // The kernel's migrations have begun; the plugins' (people, webhooks) are still to come.
+      for (const since = Date.now(); ((await database.query("show tables like 'migrations_kernel'"))[0] as unknown[]).length === 0; ) {
+        if (child.exitCode !== null || Date.now() - since > 60_000) throw new Error(`no migration seen:\n${output.text}`)
+        await new Promise((done) => setTimeout(done, 5))
+      }
+      child.kill('SIGTERM')
+      const { code, signal } = await exited
+      t.same([code, signal], [0, null], `exit 0, not killed by the signal:\n${output.text}`)
+      const lines = output.text.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>)
+      t.match(lines.at(-1), { msg: 'keygate stopped', signal: 'SIGTERM', pid: child.pid })
+      t.notOk(lines.some((line) => typeof line.msg === 'string' && line.msg.startsWith('keygate listening')), `it never began serving:\n${output.text}`)
+      t.match(output.text, /First start: created the root admin key/, 'the root key it made is still shown once')
+      t.same((await database.query('select node_id from kernel_nodes'))[0], [], 'the node id is released')
+
+      const again = spawn(process.execPath, startArguments, { cwd: repository, env, stdio: ['ignore', 'pipe', 'pipe'] })
+      const next = watchChild(t, again)
+      await next.waitFor('keygate listening')
+      t.notMatch(next.output.text, /First start/, 'the next start finds the first one\'s root key')
+      const admin = JSON.parse(readFileSync(join(dataDir, 'admin-key.json'), 'utf8'))
+      const answer = await fetch(`http://127.0.0.1:${port}/v1.0/Api/Read/Acl`, { headers: signedHeaders({ apiKey: admin.Api_Key, secret: admin.Api_Secret }, 'GET', '/Api/Read/Acl') })
+      t.equal(answer.status, 200, 'and serves with it')
+      again.kill('SIGTERM')
+      t.same(await next.exited, { code: 0, signal: null }, 'and stops with exit 0')
+    })
   })
 
   t.test('SIGTERM to its PID under load: exit 0 within 10 s, every answered call logged', async (t) => {

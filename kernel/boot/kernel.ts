@@ -282,6 +282,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const server = createServer({ config, routes, clock, report, pipelines, outsideBasePath: (request, response) => health(request, response) || staticFiles(request, response) })
 
   let closing: Promise<void> | null = null
+  let starting: Promise<unknown> | null = null
   return {
     config,
     services,
@@ -294,32 +295,43 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     logger,
     cacheSizes: () => ({ ...keys.sizes, responses: cache.size, responseBodies: cache.sharedBodies, rateCounts: rateLimits.counted, signatures: signatures.size, partitionMarks: cache.partitionMarks }),
     routes: () => routes.routes().map(({ plugin, route }) => ({ plugin, method: route.method, path: route.path, dayCode: route.dayCode === true, hasBody: route.body !== undefined })),
-    async listen() {
-      // Said by a serving process only, not by every operator CLI command.
-      for (const [plugin, operations] of routesMissingFromHistory(plugins, routes.routes())) {
-        logger.warn({ plugin, routes: operations }, `plugin ${plugin}: no "added" entry in its change history (history.json) for ${operations.join(', ')}; these routes are missing from GET /Api/Read/Changes and its feed`)
-      }
-      // A cluster worker's numbers are served, summed with the other workers', by the primary.
-      if (options.cluster) metrics.reportToPrimary(config.metrics)
-      else await metrics.listen(config.metrics)
-      // Only a serving process watches; the CLI's kernel only writes the stamp.
-      await accessStamp.watch(accessStampEveryMs(config.cache.keyTtlSeconds), () => {
-        keys.forgetAll()
-        cache.clear()
-      })
-      await partitionChanges?.watch(partitionChangesEveryMs, (partition) => cache.invalidate(partition))
-      const listening = await server.listen()
-      await nodes.serving(listening.port)
-      for (const start of starters) start()
-      return listening
+    listen() {
+      // A kernel being closed (a SIGTERM while it started) does not begin to serve.
+      if (closing) return Promise.reject(new Error('the kernel is closing; it does not listen'))
+      const serving = serve()
+      starting = serving
+      return serving
     },
     close() {
       closing ??= (async () => {
+        // A listen under way (a SIGTERM just as it starts serving) finishes first: closed
+        // before it, the server would open its port after the close, on a closed database.
+        await starting?.catch(() => {})
         await server.close()
         await expiryScan.stop()
         await stopStarted()
       })()
       return closing
     },
+  }
+
+  async function serve(): Promise<{ port: number; url: string }> {
+    // Said by a serving process only, not by every operator CLI command.
+    for (const [plugin, operations] of routesMissingFromHistory(plugins, routes.routes())) {
+      logger.warn({ plugin, routes: operations }, `plugin ${plugin}: no "added" entry in its change history (history.json) for ${operations.join(', ')}; these routes are missing from GET /Api/Read/Changes and its feed`)
+    }
+    // A cluster worker's numbers are served, summed with the other workers', by the primary.
+    if (options.cluster) metrics.reportToPrimary(config.metrics)
+    else await metrics.listen(config.metrics)
+    // Only a serving process watches; the CLI's kernel only writes the stamp.
+    await accessStamp.watch(accessStampEveryMs(config.cache.keyTtlSeconds), () => {
+      keys.forgetAll()
+      cache.clear()
+    })
+    await partitionChanges?.watch(partitionChangesEveryMs, (partition) => cache.invalidate(partition))
+    const listening = await server.listen()
+    await nodes.serving(listening.port)
+    for (const start of starters) start()
+    return listening
   }
 }

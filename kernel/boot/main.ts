@@ -77,21 +77,29 @@ async function listening(kernel: Kernel): Promise<{ url: string }> {
 
 /**
  * Stops on SIGTERM/SIGINT from the moment the kernel starts being made: a signal that
- * comes while it starts (a primary stopping its workers) closes it once made, so its
- * node id is released rather than held for `nodes.expireMs`.
+ * comes while it starts (migrations, a primary stopping its workers) closes it once made,
+ * so its node id is released rather than held for `nodes.expireMs`. Answers whether a
+ * stop was asked for: a kernel made after the signal must not start listening (it would
+ * take new connections and say `keygate listening` after the stop began, and its listen
+ * would run on beside the close).
  */
-function stoppable(starting: Promise<Kernel>, logger: Logger, announce?: (signal: string) => void): void {
+function stoppable(starting: Promise<Kernel>, logger: Logger, announce?: (signal: string) => void): () => boolean {
+  let asked = false
   onStopSignal(logger, async (signal) => {
+    asked = true
     announce?.(signal)
     const kernel = await starting.catch(() => null)
     await kernel?.close()
   })
+  return () => asked
 }
 
 async function single(config: Config, logger: Logger): Promise<void> {
   const starting = createKernel({ config, logger })
-  stoppable(starting, logger, (signal) => logger.info({ signal }, `keygate: ${signal}, finishing in-flight calls and flushing the call log`))
+  const stopAsked = stoppable(starting, logger, (signal) => logger.info({ signal }, `keygate: ${signal}, finishing in-flight calls and flushing the call log`))
   const kernel = await starting
+  // Stopped while it started: the signal's handler closes it. The root key made is still shown once.
+  if (stopAsked()) return announceRootKey(config, kernel.createdRootKey)
   const { url } = await listening(kernel)
   logger.info({ version: packageVersion, url, metrics: metricsAddress(config) }, describe(config, url))
   announceRootKey(config, kernel.createdRootKey)
@@ -123,7 +131,8 @@ async function primary(config: Config, logger: Logger): Promise<void> {
     if (codes.some((code) => code !== 0)) throw new Error('a worker did not stop cleanly (see its line above)')
   })
   const root = await settingUp
-  if (stopping) return
+  // Stopped while it set up: no workers; the root key made is still shown once.
+  if (stopping) return announceRootKey(config, root)
   // One listener, here: each scrape sums the workers' registries (not one worker's numbers).
   if (config.metrics && config.metrics.port !== 0) closeMetrics = await listenAggregated(config.metrics, {
     failed: (error) => logger.warn({ err: error }, 'metrics: a scrape failed, answered 503 (a worker that has not answered yet: just started, frozen or busy?)'),
@@ -163,8 +172,9 @@ async function primary(config: Config, logger: Logger): Promise<void> {
 async function worker(config: Config, logger: Logger): Promise<void> {
   const index = Number(process.env.KEYGATE_WORKER_INDEX ?? 0)
   const starting = createKernel({ config: { ...config, nodeId: config.nodeId === null ? null : config.nodeId + index }, cluster: workerLink(), logger: logger.child({ worker: index }) })
-  stoppable(starting, logger)
-  await listening(await starting)
+  const stopAsked = stoppable(starting, logger)
+  const kernel = await starting
+  if (!stopAsked()) await listening(kernel)
 }
 
 async function main(logger: Logger): Promise<void> {
