@@ -279,7 +279,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const health = healthResponder({ ping: () => sql`select 1`.execute(db), logQueue: () => ({ queued: callLog.queued, max: config.log.queueMax }), closing: () => closing !== null,
     degraded: redis ? () => (redis.reachable ? null : 'redis unreachable; rate limits per process') : undefined })
   const staticFiles = staticFilesResponder(mounts)
-  const server = createServer({ config, routes, clock, report, pipelines, outsideBasePath: (request, response) => health(request, response) || staticFiles(request, response) })
+  const server = createServer({ config, routes, clock, report, pipelines, outsideBasePath: (request, response) => health(request, response) || staticFiles(request, response), clusterWorker: options.cluster !== undefined })
 
   let closing: Promise<void> | null = null
   let starting: Promise<unknown> | null = null

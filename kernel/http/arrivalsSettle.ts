@@ -3,30 +3,35 @@
  * closes its listener (kernel/http/server.ts close()).
  *
  * Node takes up one waiting connection per event-loop turn (libuv accepts one per
- * iteration), and with WORKERS the primary hands connections to a worker one at a
- * time over IPC, each waiting for the worker's acknowledgement. So a fixed number of
- * turns takes up only that many connections of a listen backlog (20 turns left the
- * 21st call sent before SIGTERM to be reset), and one quiet turn in a worker says
- * nothing about what the primary still holds for it. Instead the server turns until
- * nothing new has arrived for `quietMs`, and at most `limitMs` in all: clients that
- * keep opening connections after the signal do not hold the stop for ever.
+ * iteration), so a fixed number of turns takes up only that many connections of a listen
+ * backlog (20 turns reset the 21st call sent before SIGTERM). A turn that brings nothing
+ * new, though, says the backlog is empty: one process turns until two turns in a row
+ * bring nothing, which under steady load comes soon (a turn is short when nothing
+ * waits), so clients connecting after the signal are not taken up for long.
+ *
+ * A cluster worker is handed its connections by the primary one at a time over IPC,
+ * each after the worker acknowledged the one before: a quiet turn there says nothing
+ * about what the primary still holds, so a worker waits until nothing new has come for
+ * `clusterQuietMs`. Either way at most `limitMs` in all.
  */
-export const arrivalsQuietMs = 100
+export const clusterQuietMs = 25
 export const arrivalsLimitMs = 2000
 
-/** Resolves once `arrivals()` has not grown for `quietMs`, or after `limitMs`. */
-export async function arrivalsSettle(arrivals: () => number, quietMs = arrivalsQuietMs, limitMs = arrivalsLimitMs): Promise<void> {
+/** Resolves once `arrivals()` stayed the same for two turns and `quietMs`, or after `limitMs`. */
+export async function arrivalsSettle(arrivals: () => number, quietMs: number, limitMs = arrivalsLimitMs): Promise<void> {
   const started = Date.now()
   let seen = arrivals()
   let lastNew = started
-  while (Date.now() - lastNew < quietMs && Date.now() - started < limitMs) {
-    // A turn that brought something: the next one at once (one connection a turn); a quiet
-    // one: wait a little instead of spinning the CPU through the quiet period.
-    const busy = arrivals() !== seen
-    if (busy) {
+  let quietTurns = 0
+  while ((quietTurns < 2 || Date.now() - lastNew < quietMs) && Date.now() - started < limitMs) {
+    // Turn at once while something comes (one connection a turn) and for the first quiet
+    // turns; a longer quiet period waits a little instead of spinning the CPU through it.
+    const quiet = quietTurns >= 2
+    await new Promise<void>((resolve) => (quiet ? setTimeout(resolve, 2) : setImmediate(resolve)))
+    if (arrivals() !== seen) {
       seen = arrivals()
       lastNew = Date.now()
-    }
-    await new Promise<void>((resolve) => (busy || Date.now() - lastNew < 2 ? setImmediate(resolve) : setTimeout(resolve, 2)))
+      quietTurns = 0
+    } else quietTurns++
   }
 }

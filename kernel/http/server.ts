@@ -10,7 +10,7 @@ import { announcesBody, noRoute, type Pipelines } from './pipelines.ts'
 import { errorAnswer, plainText } from './failure.ts'
 import { timedOutSocket } from './stages/readBody.ts'
 import { lingerMs, lingerOnClose } from './lingeringClose.ts'
-import { arrivalsSettle } from './arrivalsSettle.ts'
+import { arrivalsSettle, clusterQuietMs } from './arrivalsSettle.ts'
 
 export interface HttpServerOptions {
   config: Config
@@ -21,6 +21,8 @@ export interface HttpServerOptions {
   report: (error: unknown) => void
   /** Answers requests outside the API (health probes) before routing; true when it did. */
   outsideBasePath?: (request: IncomingMessage, response: ServerResponse) => boolean
+  /** A cluster worker's: its connections come from the primary, not from its own backlog (arrivalsSettle.ts). */
+  clusterWorker?: boolean
 }
 
 export interface HttpServer {
@@ -217,7 +219,7 @@ export function createServer(options: HttpServerOptions): HttpServer {
       // the connections without a request the second. So let the event loop accept what
       // waits and read what was sent, until nothing new comes (arrivalsSettle.ts), before
       // the listener closes.
-      await arrivalsSettle(() => arrivals)
+      await arrivalsSettle(() => arrivals, options.clusterWorker ? clusterQuietMs : 0)
       await new Promise<void>((resolve) => {
         if (!server.listening) return resolve()
         server.close(() => resolve())
