@@ -11,7 +11,10 @@ import { join, resolve, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import SQLite from 'better-sqlite3'
 import { connect, type Socket } from 'node:net'
-import { spawnSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { createConnection } from 'mysql2/promise'
+import { mysqlServerOptions, withScratchMariadb } from './helpers/scratchDatabase.ts'
+import { withRedis } from './helpers/redis.ts'
 import { freePort } from './helpers/freePort.ts'
 import { startService } from './helpers/service.ts'
 import { signedHeaders } from '../kernel/auth/signature.ts'
@@ -19,14 +22,13 @@ import { callLoad } from './helpers/callLoad.ts'
 
 const repository = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 
-/** The real service (`node --import tsx kernel/boot/main.ts`) on SQLite, as `npm start` runs it. */
-async function spawnService(t: Test, extraEnv: NodeJS.ProcessEnv = {}) {
-  const dataDir = mkdtempSync(join(tmpdir(), 'keygate-shutdown-'))
+/** The real service (`node --import tsx kernel/boot/main.ts`), as `npm start` runs it: on SQLite unless `extraEnv` names a DATABASE_URL. */
+async function spawnService(t: Test, extraEnv: NodeJS.ProcessEnv = {}, dataDir = mkdtempSync(join(tmpdir(), 'keygate-shutdown-')), port?: number) {
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
-  const port = await freePort()
-  const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, PLUGINS: 'acl,log', NODE_ID: '3', ...extraEnv }
-  delete env.DATABASE_URL
-  delete env.CONFIG_FILE
+  port ??= await freePort()
+  const env: NodeJS.ProcessEnv = { ...process.env }
+  for (const name of ['DATABASE_URL', 'REDIS_URL', 'CONFIG_FILE', 'WORKERS']) delete env[name]
+  Object.assign(env, { HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, PLUGINS: 'acl,log', NODE_ID: '3' }, extraEnv)
   const child = spawn(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { cwd: repository, env, stdio: ['ignore', 'pipe', 'pipe'] })
   const state = { output: '' }
   child.stdout.on('data', (chunk) => (state.output += chunk))
@@ -46,7 +48,7 @@ async function spawnService(t: Test, extraEnv: NodeJS.ProcessEnv = {}) {
   }
   const admin = JSON.parse(readFileSync(join(dataDir, 'admin-key.json'), 'utf8'))
   const key = { apiKey: admin.Api_Key as string, secret: admin.Api_Secret as string }
-  return { child, exited, state, port, dataDir, key }
+  return { child, exited, state, port, dataDir, key, env }
 }
 
 t.test('SIGTERM under load: exit 0, no answered call without its record', async (t) => {
@@ -190,3 +192,76 @@ t.test('a connection with no call in flight does not hold the stop: a silent one
   t.ok(Date.now() - started < 3000, `closed in ${Date.now() - started} ms, not after timeouts.requestMs`)
   t.ok(silent.destroyed || silent.readableEnded || (await new Promise((done) => silent.once('close', () => done(true)))), 'the silent connection was ended')
 })
+
+// The same stop on MariaDB and Redis, one process and WORKERS=2, with writes in flight
+// beside the reads, and a second SIGTERM while it stops (a supervisor or an impatient
+// operator repeating it): the stop goes on as the first began it.
+for (const workers of [1, 2]) {
+  t.test(`MariaDB and Redis${workers > 1 ? `, WORKERS=${workers}` : ''}: SIGTERM twice under reads (log levels 0 and 2), key creates and people writes`, async (t) => {
+    await withScratchMariadb(t, async (databaseUrl) => {
+      await withRedis(t, 'redis', async (t, redisUrl) => {
+        const serverEnv = { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, PLUGINS: 'keys,acl,log,people', WORKERS: String(workers) }
+        const { child, exited, port, dataDir, key, env } = await spawnService(t, serverEnv)
+        const database = await createConnection({ ...mysqlServerOptions(), database: new URL(databaseUrl).pathname.slice(1) })
+        t.teardown(() => database.end())
+        const today = execFileSync(process.execPath, ['--import', 'tsx', 'scripts/admin.ts', 'daycode'], { cwd: repository, env, encoding: 'utf8' }).trim()
+        const base = `http://127.0.0.1:${port}/v1.0`
+        type Answered = { kind: string; status: number; id: string | null; json: { Id?: number } | null }
+        const answered: Answered[] = []
+        let stopping = false
+        const call = async (kind: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}, code?: string) => {
+          const raw = body === undefined ? undefined : JSON.stringify(body)
+          // Dates with milliseconds: two writes alike within a second are two requests, not a replay.
+          const signed = signedHeaders(key, method, path, raw, { today: code, date: new Date().toISOString() })
+          const response = await fetch(base + path, { method, body: raw, headers: { ...signed, ...headers, ...(raw ? { 'content-type': 'application/json' } : {}) } })
+          const text = await response.text()
+          answered.push({ kind, status: response.status, id: response.headers.get('x-requestid'), json: response.headers.get('content-type')?.includes('json') ? JSON.parse(text) : null })
+        }
+        const loop = async (each: (turn: number) => Promise<void>) => {
+          for (let turn = 0; ; turn++) {
+            try {
+              await each(turn)
+            } catch {
+              if (stopping) return // no longer accepted: never answered
+            }
+          }
+        }
+        const loops = [
+          ...Array.from({ length: 4 }, () => loop((turn) => call('read', 'GET', '/Api/Read/Acl', undefined, { 'x-LogLevel': String((turn % 2) * 2) }))),
+          ...Array.from({ length: 2 }, () => loop((turn) => call('create', 'POST', '/Api/Create/Key', { Display_Name: `k${turn}`, GroupId: '3,4', Require_Https: 0 }, { 'x-LogLevel': '2' }, today))),
+          ...Array.from({ length: 2 }, () => loop((turn) => call('person', 'POST', '/People/Update/OneChange', { FirstName: 'Stop', LastName: `Test ${turn}` }))),
+        ]
+        while (answered.filter((call) => call.kind === 'create').length < 10 || answered.length < 150) await new Promise((done) => setTimeout(done, 10))
+        stopping = true
+        child.kill('SIGTERM')
+        await new Promise((done) => setTimeout(done, 30))
+        if (child.exitCode === null) child.kill('SIGTERM')
+        const { code, signal } = await exited
+        await Promise.all(loops)
+        t.same([code, signal], [0, null], 'exit 0, not killed by either signal')
+        t.same(answered.filter((call) => call.status >= 500).map((call) => `${call.kind} ${call.status}`), [], 'no 5xx')
+
+        const logged = new Set(((await database.query('select id from api_log'))[0] as { id: number | string }[]).map((row) => String(row.id)))
+        t.same(answered.filter((call) => call.id === null || !logged.has(call.id)).map((call) => `${call.kind} ${call.id}`), [], `each of the ${answered.length} answered calls has its call-log row`)
+        const createdIds = answered.filter((call) => call.kind === 'create' && call.status === 200).map((call) => Number(call.json?.Id))
+        const groupCounts = new Map(((await database.query('select key_id, count(*) as n from api_key_groups group by key_id'))[0] as { key_id: number; n: number }[]).map((row) => [Number(row.key_id), Number(row.n)]))
+        t.same(createdIds.filter((id) => groupCounts.get(id) !== 2), [], 'every key created is there with both its groups')
+        t.same((await database.query('select k.id from api_keys k left join api_key_groups g on g.key_id = k.id where g.key_id is null'))[0], [], 'no key without its groups (half written)')
+        const people = new Set(((await database.query('select id from people'))[0] as { id: number }[]).map((row) => Number(row.id)))
+        t.same(answered.filter((call) => call.kind === 'person' && call.status === 200 && !people.has(Number(call.json?.Id))).length, 0, 'every person added is there')
+        t.same((await database.query('select node_id from kernel_nodes'))[0], [], 'the node ids are released')
+
+        // The next start serves, and finds the last calls' records by the key that made them.
+        const next = await spawnService(t, serverEnv, dataDir, port)
+        const last = answered.filter((call) => call.status === 200).slice(-10)
+        for (const call of last) {
+          const body = JSON.stringify({ LogRequestId: call.id })
+          const read = await fetch(`${base}/Api/Read/Log`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...signedHeaders(key, 'POST', '/Api/Read/Log', body) } })
+          t.equal(read.status, 200, `the record of ${call.kind} ${call.id} reads back after the restart`)
+        }
+        next.child.kill('SIGTERM')
+        t.same(await next.exited, { code: 0, signal: null }, 'the next start stops with exit 0 too')
+      })
+    })
+  })
+}
