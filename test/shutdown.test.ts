@@ -179,6 +179,27 @@ t.test('a call answered while the service drains gets Connection: close and its 
   await closing
 })
 
+t.test('a connection taken up as the stop begins, its request still on the way, is answered rather than reset', async (t) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const socket = connect(service.port, '127.0.0.1')
+  let text = ''
+  socket.setEncoding('utf8')
+  socket.on('data', (chunk) => (text += chunk))
+  socket.on('error', () => undefined)
+  const ended = new Promise<void>((done) => socket.once('close', () => done()))
+  await new Promise<void>((done) => socket.once('connect', () => done()))
+  await new Promise((done) => setTimeout(done, 100))
+  const closing = service.kernel.close()
+  // Its client (busy, as under load) writes the call a moment after the connection was accepted.
+  await new Promise((done) => setTimeout(done, 30))
+  const lines = Object.entries(signedHeaders(service.admin, 'GET', '/Api/Read/Acl')).map(([name, value]) => `${name}: ${value}`)
+  socket.write(['GET /v1.0/Api/Read/Acl HTTP/1.1', 'Host: 127.0.0.1', ...lines, '', ''].join('\r\n'))
+  await ended
+  t.match(text, /^HTTP\/1\.1 200 /, 'answered')
+  t.match(text, /\r\nconnection: close\r\n/i, 'with Connection: close')
+  await closing
+})
+
 t.test('a connection with no call in flight does not hold the stop: a silent one, one with half its headers', async (t) => {
   const service = await startService(t, { kind: 'sqlite' })
   const silent = connect(service.port, '127.0.0.1')

@@ -16,6 +16,8 @@
  */
 export const clusterQuietMs = 25
 export const arrivalsLimitMs = 2000
+/** How long a connection taken up but silent so far may still send its request once the listener has closed. */
+export const freshGraceMs = 100
 
 /** Resolves once `arrivals()` stayed the same for two turns and `quietMs`, or after `limitMs`. */
 export async function arrivalsSettle(arrivals: () => number, quietMs: number, limitMs = arrivalsLimitMs): Promise<void> {

@@ -10,7 +10,7 @@ import { announcesBody, noRoute, type Pipelines } from './pipelines.ts'
 import { errorAnswer, plainText } from './failure.ts'
 import { timedOutSocket } from './stages/readBody.ts'
 import { lingerMs, lingerOnClose } from './lingeringClose.ts'
-import { arrivalsSettle, clusterQuietMs } from './arrivalsSettle.ts'
+import { arrivalsSettle, clusterQuietMs, freshGraceMs } from './arrivalsSettle.ts'
 
 export interface HttpServerOptions {
   config: Config
@@ -226,9 +226,19 @@ export function createServer(options: HttpServerOptions): HttpServer {
         server.closeIdleConnections()
         // closeIdleConnections leaves a connection that has not sent a whole request (a
         // preconnect, headers under way), and node:http's header timeout stops with
-        // close(): without a call in flight (node:http's _httpMessage) it ends now.
+        // close(): without a call in flight (node:http's _httpMessage) it ends now. One that
+        // has sent nothing yet gets freshGraceMs first: under load, one accepted just as the
+        // stop began has its request on the way (its client would see a reset, not an
+        // answer, for a call it sent to a connection the service took).
+        const idle = (socket: Duplex) => (socket as { _httpMessage?: unknown })._httpMessage == null
         for (const socket of connections) {
-          if ((socket as { _httpMessage?: unknown })._httpMessage == null) socket.destroy()
+          if (!idle(socket)) continue
+          if ((socket as Duplex & { bytesRead?: number }).bytesRead !== 0) {
+            socket.destroy()
+            continue
+          }
+          const grace = setTimeout(() => idle(socket) && socket.destroy(), freshGraceMs)
+          socket.once('close', () => clearTimeout(grace))
         }
         // In-flight calls get their time; a client that never lets go does not hold us up.
         setTimeout(() => server.closeAllConnections(), config.timeouts.requestMs).unref()
