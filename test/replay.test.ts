@@ -6,15 +6,44 @@
 import t from 'tap'
 import { sql } from 'kysely'
 import { signedHeaders } from '../kernel/auth/signature.ts'
-import { forEachDatabase, startService, type Service } from './helpers/service.ts'
+import { forEachDatabase, startService, type CallOptions, type Service } from './helpers/service.ts'
 import { insertKey } from './helpers/keys.ts'
 import { privateRedis } from './helpers/redis.ts'
 import { freePort } from './helpers/freePort.ts'
+import { createHash } from 'node:crypto'
+import type { Test } from 'tap'
+import { createKernel } from '../kernel/boot/kernel.ts'
+import { defineRoute, type Plugin } from '../kernel/sdk.ts'
+import { silentLogger } from '../kernel/observe/logger.ts'
 
 /** Sends exactly these bytes and headers, as a captured request would be sent again. */
 async function send(service: Service, method: string, path: string, headers: Record<string, string>, body?: string) {
   const response = await fetch(service.base + path, { method, headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json' }, body })
   return { status: response.status, text: await response.text(), headers: response.headers }
+}
+
+/** A second process on the service's database (and Redis, if it has one), signing with the service's admin key. */
+async function siblingOf(t: Test, service: Service, plugins: Plugin[] = []): Promise<Service> {
+  const kernel = await createKernel({ config: { ...service.config, port: 0 }, plugins, report: () => undefined, logger: silentLogger() })
+  t.teardown(() => kernel.close())
+  const { url } = await kernel.listen()
+  return { ...service, kernel, base: url, call: (method, path, options = {}) => callAt(url, service, method, path, options) }
+}
+
+/** A signed call to `base` with the service's admin key, dated to the millisecond so no two are the same request. */
+async function callAt(base: string, service: Service, method: string, path: string, options: CallOptions) {
+  const raw = options.rawBody?.toString() ?? (options.body === undefined ? undefined : JSON.stringify(options.body))
+  const headers: Record<string, string> = { ...signedHeaders(service.admin, method, path, raw, { date: new Date().toISOString() }), ...(options.headers ?? {}) }
+  if (raw !== undefined) headers['content-type'] = 'application/json'
+  const response = await fetch(base + path, { method, headers, body: raw })
+  const text = await response.text()
+  let json: any
+  try {
+    json = JSON.parse(text)
+  } catch {
+    json = undefined
+  }
+  return { status: response.status, headers: response.headers, text, json }
 }
 
 async function peopleCount(service: Service): Promise<number> {
@@ -232,6 +261,65 @@ t.test('Idempotency-Key: an answer the database would not store is never done tw
     t.equal(Number((await claimOf('lost-release'))?.status), 0, 'the claim could not be freed yet')
     await healed()
     t.ok(await until(async () => (await claimOf('lost-release')) === undefined), 'it is freed once the database takes it')
+  }),
+)
+
+/** A write that runs until the test lets it end, counting how often it ran (in any kernel of this test process). */
+function gatedWrite() {
+  const state = { runs: 0, open: () => {} }
+  const opened = new Promise<void>((resolve) => (state.open = resolve))
+  const plugin: Plugin = {
+    name: 'gate',
+    defaultGroups: [{ name: 'Gate', paths: [{ path: '/Gate/Make', displayName: 'a slow write' }] }],
+    setup: () => [
+      defineRoute<{ Name: string }>({
+        method: 'POST',
+        path: '/Gate/Make',
+        body: { type: 'object', required: ['Name'], additionalProperties: false, properties: { Name: { type: 'string', maxLength: 20 } } },
+        xml: { root: 'Made' },
+        handler: async () => {
+          const run = ++state.runs
+          // Only the first run waits: a second one (the bug) answers at once, so the test fails instead of hanging.
+          if (run === 1) await opened
+          return { Run: run }
+        },
+      }),
+    ],
+  }
+  return { plugin, state }
+}
+
+t.test('Idempotency-Key: a call running longer than twice timeouts.requestMs keeps its key; a claim no process renews is taken over', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const gate = gatedWrite()
+    // A short requestMs: a claim not renewed for 1 s counts as left by a dead process.
+    const timeouts = { headersMs: 500, requestMs: 500, keepAliveMs: 5000, maxHeaderSize: 16384 }
+    const service = await startService(t, { kind, plugins: [gate.plugin], config: { timeouts } })
+    // On MariaDB the retry goes to a second process on the same database, as behind a load balancer.
+    const other = kind === 'mysql' ? await siblingOf(t, service, [gate.plugin]) : service
+    const headers = { 'Idempotency-Key': 'long-import' }
+    const body = { Name: 'long' }
+
+    const first = service.call('POST', '/Gate/Make', { body, headers })
+    await until(async () => gate.state.runs === 1)
+    await new Promise((resolve) => setTimeout(resolve, 2500))
+    const retry = await other.call('POST', '/Gate/Make', { body, headers })
+    t.equal(retry.status, 409, 'still running after 2.5 s: the retry waits, it does not run beside it')
+    t.equal(retry.text, 'Error: A request with this Idempotency-Key is still being processed; try again shortly.')
+    t.equal(gate.state.runs, 1, 'the work was started once')
+    gate.state.open()
+    const answered = await first
+    t.same([answered.status, answered.json], [200, { Run: 1 }])
+    const replayed = await other.call('POST', '/Gate/Make', { body, headers })
+    t.same([replayed.status, replayed.json, replayed.headers.get('idempotent-replayed')], [200, { Run: 1 }, 'true'], 'the retry after it gets its answer')
+    t.equal(gate.state.runs, 1)
+
+    // A claim left by a process that died mid-call (nobody renews it) is taken over after 1 s.
+    const raw = JSON.stringify({ Name: 'orphan' })
+    const requestHash = createHash('sha256').update('POST /Gate/Make?\n').update(raw).digest('hex')
+    await service.kernel.database.db.insertInto('api_idempotency').values({ key_id: service.admin.id, idem_key: 'orphan', request_hash: requestHash, status: 0, content_type: null, headers: null, body: null, created_at: Date.now() - 1500 }).execute()
+    const takenOver = await other.call('POST', '/Gate/Make', { rawBody: raw, headers: { 'Idempotency-Key': 'orphan' } })
+    t.same([takenOver.status, takenOver.json, takenOver.headers.get('idempotent-replayed')], [200, { Run: 2 }, null], 'run by the retry')
   }),
 )
 

@@ -21,6 +21,12 @@ export interface ClaimTicket {
   keyId: number
   idemKey: string
   requestHash: string
+  /**
+   * The claim row's `created_at` as this process last wrote it (renewed while the call
+   * runs): the claim is still this call's while the row holds it, and no longer once a
+   * retry took the row over (its process was gone that long, so the row is the retry's).
+   */
+  heldAt: number
 }
 
 export type Claim =
@@ -33,8 +39,13 @@ export type Claim =
  * Answers of writes sent with an Idempotency-Key, per key, in the database, so every
  * process serving the key sees them and a restart loses none. A claim is a row written
  * before the work starts (the primary key makes two racing claims one); the answer is
- * stored after it. A claim whose process died is taken over once `abandonedAfterMs`
- * has passed. Stored bodies are sealed under the master key (idempotencyContext).
+ * stored after it. While the call runs, its process renews the claim (its `created_at`)
+ * every quarter of `abandonedAfterMs`, so a call that runs longer than that (a slow
+ * database, a short `timeouts.requestMs`) keeps its key and a retry answers 409 instead
+ * of doing the work a second time beside it. A claim whose process died stops being
+ * renewed and is taken over once `abandonedAfterMs` has passed since it last was; the
+ * end of a claim taken over that way no longer touches the row (it is the retry's).
+ * Stored bodies are sealed under the master key (idempotencyContext).
  */
 /** How often a settlement the database refused is tried again, at the most. */
 const settleRetryMaxMs = 5000
@@ -45,6 +56,12 @@ const settleRetryMaxMs = 5000
  */
 interface UnsettledClaim extends ClaimTicket {
   answer: Answer | null
+}
+
+/** A claim this process holds while its call runs, and its renewal in flight (never rejects). */
+interface HeldClaim {
+  ticket: ClaimTicket
+  renewing: Promise<void> | null
 }
 
 /** The in-memory name of a key's claim: one Idempotency-Key per API key. */
@@ -58,6 +75,9 @@ export class IdempotencyStore {
   private readonly unsettled = new Map<string, UnsettledClaim>()
   private retryTimer: NodeJS.Timeout | null = null
   private retryDelayMs = 250
+  /** By `keyId idemKey`: claims of calls this process is running, renewed until they settle. */
+  private readonly held = new Map<string, HeldClaim>()
+  private renewTimer: NodeJS.Timeout | null = null
 
   constructor(
     private readonly db: Kysely<CoreTables>,
@@ -66,6 +86,11 @@ export class IdempotencyStore {
     private readonly abandonedAfterMs: number,
     private readonly report: (error: unknown) => void,
   ) {}
+
+  /** How often held claims are renewed: well inside `abandonedAfterMs`, so a slow renewal still lands in time. */
+  private get renewEveryMs(): number {
+    return Math.max(1, Math.floor(this.abandonedAfterMs / 4))
+  }
 
   async claim(keyId: number, idemKey: string, requestHash: string): Promise<Claim> {
     const id = claimId(keyId, idemKey)
@@ -94,7 +119,9 @@ export class IdempotencyStore {
       }
       try {
         await this.db.insertInto('api_idempotency').values({ key_id: keyId, idem_key: idemKey, request_hash: requestHash, status: 0, content_type: null, headers: null, body: null, created_at: now }).execute()
-        return { kind: 'claimed', ticket: { keyId, idemKey, requestHash } }
+        const ticket: ClaimTicket = { keyId, idemKey, requestHash, heldAt: now }
+        this.hold(id, ticket)
+        return { kind: 'claimed', ticket }
       } catch (error) {
         if (!isUniqueViolation(error)) throw error
         // Another call claimed it first: look again.
@@ -111,6 +138,8 @@ export class IdempotencyStore {
    * writes the end again, every few seconds, until the database takes it.
    */
   async settle(ticket: ClaimTicket, answer: Answer | null): Promise<void> {
+    // A renewal in flight moves `heldAt`: the end waits for it, or it would miss its own row.
+    await this.release(ticket)
     const claim: UnsettledClaim = { ...ticket, answer }
     try {
       await this.settleNow(claim)
@@ -121,14 +150,54 @@ export class IdempotencyStore {
     }
   }
 
-  private async settleNow({ keyId, idemKey, answer }: UnsettledClaim): Promise<void> {
+  /** Ends this claim only: a row another call took over since (status 0, another `created_at`) or already ended is left alone. */
+  private async settleNow({ keyId, idemKey, heldAt, answer }: UnsettledClaim): Promise<void> {
     if (answer === null) {
-      await this.db.deleteFrom('api_idempotency').where('key_id', '=', keyId).where('idem_key', '=', idemKey).where('status', '=', 0).execute()
+      await this.db.deleteFrom('api_idempotency').where('key_id', '=', keyId).where('idem_key', '=', idemKey).where('status', '=', 0).where('created_at', '=', heldAt).execute()
       return
     }
     await this.db.updateTable('api_idempotency')
       .set({ status: answer.status, content_type: answer.contentType, headers: JSON.stringify(answer.headers), body: this.secrets.seal(answer.body.toString('base64'), idempotencyContext(keyId, idemKey)) })
-      .where('key_id', '=', keyId).where('idem_key', '=', idemKey).execute()
+      .where('key_id', '=', keyId).where('idem_key', '=', idemKey).where('status', '=', 0).where('created_at', '=', heldAt).execute()
+  }
+
+  private hold(id: string, ticket: ClaimTicket): void {
+    this.held.set(id, { ticket, renewing: null })
+    if (this.renewTimer !== null) return
+    this.renewTimer = setInterval(() => this.renewHeld(), this.renewEveryMs)
+    this.renewTimer.unref()
+  }
+
+  private async release(ticket: ClaimTicket): Promise<void> {
+    const id = claimId(ticket.keyId, ticket.idemKey)
+    const holding = this.held.get(id)
+    if (holding === undefined || holding.ticket !== ticket) return
+    this.held.delete(id)
+    if (this.held.size === 0 && this.renewTimer !== null) {
+      clearInterval(this.renewTimer)
+      this.renewTimer = null
+    }
+    await holding.renewing
+  }
+
+  /**
+   * Renews the claims held longer than a renewal period (most calls end well before
+   * their first: they cost no write). Only the row as this call holds it is renewed; a
+   * renewal the database refuses is tried again at the next tick.
+   */
+  private renewHeld(): void {
+    const now = this.clock()
+    for (const holding of this.held.values()) {
+      const { ticket } = holding
+      if (holding.renewing !== null || ticket.heldAt > now - this.renewEveryMs) continue
+      holding.renewing = this.db.updateTable('api_idempotency').set({ created_at: now })
+        .where('key_id', '=', ticket.keyId).where('idem_key', '=', ticket.idemKey).where('status', '=', 0).where('created_at', '=', ticket.heldAt)
+        .executeTakeFirst()
+        .then((result) => {
+          if (Number(result.numUpdatedRows) > 0) ticket.heldAt = now
+        }, () => undefined)
+        .finally(() => (holding.renewing = null))
+    }
   }
 
   private scheduleRetry(): void {
@@ -163,6 +232,7 @@ export class IdempotencyStore {
 
   stop(): void {
     if (this.purgeTimer) clearInterval(this.purgeTimer)
+    if (this.renewTimer) clearInterval(this.renewTimer)
     if (this.retryTimer) clearTimeout(this.retryTimer)
   }
 
