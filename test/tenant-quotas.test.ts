@@ -4,8 +4,12 @@
  * of the tenant cannot reset it; the 429 names the tenant limit; /Api/Read/Limits shows
  * the key's and the tenant's windows; `admin tenant set --max-hits` sets it.
  */
-import t from 'tap'
-import { forEachDatabase, startService } from './helpers/service.ts'
+import t, { type Test } from 'tap'
+import { forEachDatabase, startService, type Service } from './helpers/service.ts'
+import { withRedis } from './helpers/redis.ts'
+import { createKernel } from '../kernel/boot/kernel.ts'
+import { signedHeaders } from '../kernel/auth/signature.ts'
+import { silentLogger } from '../kernel/observe/logger.ts'
 import { adminOn as admin } from './helpers/adminCli.ts'
 import { insertKey, type TestKey } from './helpers/keys.ts'
 import { setEntitlement } from './helpers/tenants.ts'
@@ -123,3 +127,41 @@ t.test('a tenant window is named as that tenant\'s quota writes it, though 7/60S
       t.equal(answer.headers.get('ratelimit-policy'), `"tenant-${label}";q=7;w=60`, `${label}: the tenant's own name`)
     }
   }))
+
+/** A second process on the service's database (and Redis, when it has one). */
+async function sibling(t: Test, service: Service): Promise<string> {
+  const kernel = await createKernel({ config: { ...service.config, port: 0 }, report: () => undefined, logger: silentLogger() })
+  t.teardown(() => kernel.close())
+  return (await kernel.listen()).url
+}
+
+/** A signed call to `base`, dated to the millisecond so concurrent calls are distinct requests. */
+async function callAt(base: string, key: TestKey, path: string) {
+  const response = await fetch(base + path, { headers: signedHeaders(key, 'GET', path, undefined, { date: new Date().toISOString() }) })
+  return { status: response.status, text: await response.text(), retryAfter: response.headers.get('retry-after') }
+}
+
+/** 100 calls at once by four keys of tenant 7/1 (quota 20/1Hour), alternating between two processes. */
+async function burst(t: Test, service: Service) {
+  const bases = [service.base, await sibling(t, service)]
+  await setEntitlement(service, 7, 1, { MaxHits: '20/1Hour' })
+  const keys = await Promise.all([0, 1, 2, 3].map(() => insertKey(service, { parent: 7, custno: 1 })))
+  const answers = await Promise.all(Array.from({ length: 100 }, (_, index) => callAt(bases[index % 2], keys[index % 4], '/Api/Read/Acl')))
+  const refused = answers.filter((answer) => answer.status === 429)
+  t.ok(refused.every((answer) => answer.text === 'Error: Tenant rate limit exceeded (20/1Hour)' && Number(answer.retryAfter) > 3000), 'every refusal names the tenant quota, with Retry-After')
+  return { answered: answers.filter((answer) => answer.status === 200).length, refused: refused.length, others: answers.length - answers.filter((answer) => answer.status === 200 || answer.status === 429).length }
+}
+
+t.test('two processes on MariaDB: with Redis a tenant quota is counted once for all; without, per process (docs/scaling.md)', async (t) => {
+  await forEachDatabase(t, async (t, kind) => {
+    if (kind === 'sqlite') return void t.pass('several hosts share MariaDB (one host\'s processes: WORKERS, test/credits-cluster.test.ts)')
+    await withRedis(t, 'with Redis', async (t, redisUrl) => {
+      const service = await startService(t, { kind, config: { redisUrl } })
+      t.same(await burst(t, service), { answered: 20, refused: 80, others: 0 }, 'exactly the quota answered across both processes')
+    })
+    await t.test('without Redis', async (t) => {
+      const service = await startService(t, { kind })
+      t.same(await burst(t, service), { answered: 40, refused: 60, others: 0 }, 'each process answers up to the quota')
+    })
+  })
+})
