@@ -8,7 +8,7 @@ import { sql } from 'kysely'
 import { signedHeaders } from '../kernel/auth/signature.ts'
 import { forEachDatabase, startService, type CallOptions, type Service } from './helpers/service.ts'
 import { insertKey } from './helpers/keys.ts'
-import { privateRedis } from './helpers/redis.ts'
+import { privateRedis, withRedis } from './helpers/redis.ts'
 import { freePort } from './helpers/freePort.ts'
 import { createHash } from 'node:crypto'
 import type { Test } from 'tap'
@@ -30,10 +30,12 @@ async function siblingOf(t: Test, service: Service, plugins: Plugin[] = []): Pro
   return { ...service, kernel, base: url, call: (method, path, options = {}) => callAt(url, service, method, path, options) }
 }
 
-/** A signed call to `base` with the service's admin key, dated to the millisecond so no two are the same request. */
+let lastDateSent = 0
+
+/** A signed call to `base` with the service's admin key, each dated a millisecond apart so calls sent at once are not replays of each other. */
 async function callAt(base: string, service: Service, method: string, path: string, options: CallOptions) {
   const raw = options.rawBody?.toString() ?? (options.body === undefined ? undefined : JSON.stringify(options.body))
-  const headers: Record<string, string> = { ...signedHeaders(service.admin, method, path, raw, { date: new Date().toISOString() }), ...(options.headers ?? {}) }
+  const headers: Record<string, string> = { ...signedHeaders(service.admin, method, path, raw, { date: new Date((lastDateSent = Math.max(Date.now(), lastDateSent + 1))).toISOString() }), ...(options.headers ?? {}) }
   if (raw !== undefined) headers['content-type'] = 'application/json'
   const response = await fetch(base + path, { method, headers, body: raw })
   const text = await response.text()
@@ -320,6 +322,42 @@ t.test('Idempotency-Key: a call running longer than twice timeouts.requestMs kee
     await service.kernel.database.db.insertInto('api_idempotency').values({ key_id: service.admin.id, idem_key: 'orphan', request_hash: requestHash, status: 0, content_type: null, headers: null, body: null, created_at: Date.now() - 1500 }).execute()
     const takenOver = await other.call('POST', '/Gate/Make', { rawBody: raw, headers: { 'Idempotency-Key': 'orphan' } })
     t.same([takenOver.status, takenOver.json, takenOver.headers.get('idempotent-replayed')], [200, { Run: 2 }, null], 'run by the retry')
+  }),
+)
+
+t.test('Idempotency-Key sent at once to two processes on MariaDB + Redis: one person, one import batch', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    if (kind === 'sqlite') return void t.pass('several hosts share MariaDB')
+    await withRedis(t, 'shared Redis', async (t, redisUrl) => {
+      const service = await startService(t, { kind, config: { redisUrl } })
+      const other = await siblingOf(t, service)
+      const both = [service, other]
+      const send = (index: number, path: string, body: unknown, idemKey: string) => callAt(both[index % 2].base, service, 'POST', path, { body, headers: { 'Idempotency-Key': idemKey } })
+
+      const created = await Promise.all(Array.from({ length: 10 }, (_, index) => send(index, '/People/Update/OneChange', { LastName: 'Racer' }, 'race-1')))
+      const made = created.filter((answer) => answer.status === 200 && answer.headers.get('idempotent-replayed') === null)
+      t.equal(made.length, 1, 'one call did the work')
+      for (const answer of created.filter((answer) => !made.includes(answer))) {
+        if (answer.status === 200) t.same(answer.json, made[0].json, 'a later one replays its answer')
+        else t.same([answer.status, answer.text], [409, 'Error: A request with this Idempotency-Key is still being processed; try again shortly.'])
+      }
+      const retries = await Promise.all([0, 1].map((index) => send(index, '/People/Update/OneChange', { LastName: 'Racer' }, 'race-1')))
+      t.same(retries.map((answer) => [answer.status, answer.headers.get('idempotent-replayed'), answer.json?.Id]), [[200, 'true', made[0].json.Id], [200, 'true', made[0].json.Id]], 'both processes replay it')
+      const others = await Promise.all([0, 1].map((index) => send(index, '/People/Update/OneChange', { LastName: 'Other' }, 'race-1')))
+      t.same(others.map((answer) => [answer.status, answer.text]), Array(2).fill([422, 'Error: This Idempotency-Key was already used with another request.']))
+      t.equal(await peopleCount(service), 1, 'one person')
+
+      const started = await callAt(service.base, service, 'POST', '/people/update/importinit', { body: {} })
+      const batch = { ImportId: started.json.ImportId, People: Array.from({ length: 300 }, (_, index) => ({ Source_Id: `R${index}`, LastName: `Row ${index}` })) }
+      const imports = await Promise.all(Array.from({ length: 6 }, (_, index) => send(index, '/people/update/importmass', batch, 'race-import')))
+      const ran = imports.filter((answer) => answer.status === 200 && answer.headers.get('idempotent-replayed') === null)
+      t.equal(ran.length, 1, 'one batch ran')
+      t.match(ran[0].json, { Batch: 1, Added: 300, Changed: 0 })
+      t.ok(imports.every((answer) => answer === ran[0] || answer.status === 409 || (answer.status === 200 && answer.json.Batch === 1)), 'the others wait (409) or replay it')
+      const replayed = await send(1, '/people/update/importmass', batch, 'race-import')
+      t.same([replayed.status, replayed.headers.get('idempotent-replayed'), replayed.json?.Batch], [200, 'true', 1])
+      t.equal(await peopleCount(service), 301)
+    })
   }),
 )
 
