@@ -26,6 +26,11 @@ const repository = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const startArguments = ['dist/kernel/boot/main.js']
 const packageJson = JSON.parse(readFileSync(join(repository, 'package.json'), 'utf8')) as { version: string; scripts: Record<string, string>; bin: Record<string, string> }
 
+/** The service's pino lines in its output (the root key block and other plain text left out). */
+function logLines(text: string): Record<string, unknown>[] {
+  return text.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>)
+}
+
 t.test('the unit file, the Dockerfile and npm start run exactly the tested command', async (t) => {
   const unit = readFileSync(join(repository, 'deploy/keygate.service'), 'utf8')
   const execStart = /^ExecStart=(.+)$/m.exec(unit)![1].trim().split(/\s+/)
@@ -137,7 +142,7 @@ t.test('built once; node dist/kernel/boot/main.js', async (t) => {
     child.kill('SIGTERM')
     const { code, signal } = await exited
     t.same([code, signal], [0, null], `exit 0, not killed by the signal:\n${output.text}`)
-    const lines = output.text.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>)
+    const lines = logLines(output.text)
     t.match(lines.at(-1), { msg: 'keygate stopped', signal: 'SIGTERM', pid: child.pid })
     t.notOk(lines.some((line) => typeof line.msg === 'string' && line.msg.startsWith('keygate listening')), 'it never began serving')
     const file = new SQLite(join(dataDir, 'keygate.sqlite'), { readonly: true })
@@ -171,7 +176,7 @@ t.test('built once; node dist/kernel/boot/main.js', async (t) => {
       child.kill('SIGTERM')
       const { code, signal } = await exited
       t.same([code, signal], [0, null], `exit 0, not killed by the signal:\n${output.text}`)
-      const lines = output.text.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>)
+      const lines = logLines(output.text)
       t.match(lines.at(-1), { msg: 'keygate stopped', signal: 'SIGTERM', pid: child.pid })
       t.notOk(lines.some((line) => typeof line.msg === 'string' && line.msg.startsWith('keygate listening')), `it never began serving:\n${output.text}`)
       t.match(output.text, /First start: created the root admin key/, 'the root key it made is still shown once')
@@ -217,7 +222,7 @@ t.test('built once; node dist/kernel/boot/main.js', async (t) => {
     t.equal(signal, null, 'not killed by the signal')
     t.equal(code, 0, 'exit code 0')
 
-    const lines = output.text.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>)
+    const lines = logLines(output.text)
     t.ok(lines.some((line) => line.msg === 'keygate: SIGTERM, finishing in-flight calls and flushing the call log'))
     t.match(lines.at(-1), { level: 'info', msg: 'keygate stopped', signal: 'SIGTERM', pid: child.pid })
     const logged = new Set(lines.filter((line) => line.msg === 'call').map((line) => line.requestId as number))

@@ -15,7 +15,7 @@ import { createScratchDatabase, mysqlProblem, mysqlRequired, mysqlServerUrl } fr
 import { privateRedis, withRedis } from './helpers/redis.ts'
 import { runAdmin } from './helpers/adminCli.ts'
 import { signedHeaders, type SigningKey } from '../kernel/auth/signature.ts'
-import { startService } from './helpers/service.ts'
+import { readAnswer, startService } from './helpers/service.ts'
 import { sql, type Kysely } from 'kysely'
 
 interface Node { port: number; base: string; child: ChildProcess; output: () => string }
@@ -80,14 +80,7 @@ async function call(node: Node, key: SigningKey, method: string, path: string, b
   const headers: Record<string, string> = { ...signedHeaders(key, method, path, raw, { today, date: new Date().toISOString() }), connection: 'close' }
   if (raw !== undefined) headers['content-type'] = 'application/json'
   const response = await fetch(node.base + path, { method, headers, body: raw })
-  const text = await response.text()
-  let json: any
-  try {
-    json = JSON.parse(text)
-  } catch {
-    json = undefined
-  }
-  return { status: response.status, headers: response.headers, text, json }
+  return readAnswer(response)
 }
 
 async function createKey(c: Cluster, fields: Record<string, unknown> = {}) {

@@ -6,7 +6,7 @@
 import t from 'tap'
 import { sql } from 'kysely'
 import { signedHeaders } from '../kernel/auth/signature.ts'
-import { forEachDatabase, startService, type CallOptions, type Service } from './helpers/service.ts'
+import { forEachDatabase, readAnswer, startService, type CallOptions, type Service } from './helpers/service.ts'
 import { insertKey } from './helpers/keys.ts'
 import { privateRedis, withRedis } from './helpers/redis.ts'
 import { freePort } from './helpers/freePort.ts'
@@ -38,14 +38,7 @@ async function callAt(base: string, service: Service, method: string, path: stri
   const headers: Record<string, string> = { ...signedHeaders(service.admin, method, path, raw, { date: new Date((lastDateSent = Math.max(Date.now(), lastDateSent + 1))).toISOString() }), ...(options.headers ?? {}) }
   if (raw !== undefined) headers['content-type'] = 'application/json'
   const response = await fetch(base + path, { method, headers, body: raw })
-  const text = await response.text()
-  let json: any
-  try {
-    json = JSON.parse(text)
-  } catch {
-    json = undefined
-  }
-  return { status: response.status, headers: response.headers, text, json }
+  return readAnswer(response)
 }
 
 async function peopleCount(service: Service): Promise<number> {

@@ -141,14 +141,7 @@ async function launch(
         Object.assign(headers, signed, callOptions.headers ?? {})
       }
       const response = await fetch(url + path, { method, headers, body: typeof raw === 'string' || raw === undefined ? raw : new Uint8Array(raw) })
-      const text = await response.text()
-      let json: unknown
-      try {
-        json = JSON.parse(text)
-      } catch {
-        json = undefined
-      }
-      return { status: response.status, headers: response.headers, text, json }
+      return readAnswer(response)
     },
     async restart(overrides = {}) {
       await service.stop()
@@ -162,4 +155,16 @@ async function launch(
   }
   holder.current = service
   return holder
+}
+
+/** A fetch answer as the tests read it: status, headers, text, and the JSON when the text is JSON. */
+export async function readAnswer(response: Response): Promise<{ status: number; headers: Headers; text: string; json: any }> {
+  const text = await response.text()
+  let json: any
+  try {
+    json = JSON.parse(text)
+  } catch {
+    json = undefined
+  }
+  return { status: response.status, headers: response.headers, text, json }
 }
