@@ -61,15 +61,14 @@ export class ClusterMetrics {
     for (const id of this.lastAnswers.keys()) if (!workers.some((worker) => worker.id === id)) this.lastAnswers.delete(id)
     const answers = await Promise.all(workers.map((worker) => this.ask(worker)))
     const late = workers.filter((_, index) => answers[index] === null)
-    if (late.some((worker) => !this.lastAnswers.has(worker.id))) {
-      const never = late.filter((worker) => !this.lastAnswers.has(worker.id)).map((worker) => worker.process.pid ?? worker.id)
-      throw new UnansweredWorkers(`worker ${never.join(', ')} (pid) has not answered a scrape yet`)
-    }
+    const pid = (worker: Worker) => worker.process.pid ?? worker.id
+    const never = late.filter((worker) => !this.lastAnswers.has(worker.id))
+    if (never.length > 0) throw new UnansweredWorkers(`worker ${never.map(pid).join(', ')} (pid) has not answered a scrape yet`)
     workers.forEach((worker, index) => {
       const answer = answers[index]
       if (answer !== null) this.lastAnswers.set(worker.id, answer)
     })
-    if (late.length > 0) this.unanswered(late.map((worker) => worker.process.pid ?? worker.id))
+    if (late.length > 0) this.unanswered(late.map(pid))
     const sum = AggregatorRegistry.aggregate(workers.map((worker) => this.lastAnswers.get(worker.id)!))
     new Gauge({ name: 'keygate_metrics_workers_unanswered', help: 'Workers that did not answer this scrape in time; their last numbers were served.', registers: [sum] }).set(late.length)
     return sum.metrics()
