@@ -7,7 +7,7 @@
  */
 import t from 'tap'
 import { spawn, spawnSync } from 'node:child_process'
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join, resolve } from 'node:path'
@@ -122,6 +122,42 @@ t.test('built once; node dist/kernel/boot/main.js', async (t) => {
       t.same(file.prepare('select node_id from kernel_nodes').all(), [], 'the node ids are released')
       file.close()
     }
+  })
+
+  // The service's modules take a few tenths of a second to load; a signal then ended the
+  // process by the signal (status 143), not with the exit 0 promised for any stop.
+  t.test('SIGTERM while its modules still load: exit 0, nothing made in the data folder', async (t) => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'keygate-stop-loading-'))
+    const hooks = mkdtempSync(join(tmpdir(), 'keygate-slow-load-'))
+    t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+    t.teardown(() => rmSync(hooks, { recursive: true, force: true }))
+    // A module hook holds up whatever main.js imports (a slow disk, a cold cache) and
+    // says when it does, so the signal lands while the modules load, not at a guessed moment.
+    const loading = join(hooks, 'loading')
+    writeFileSync(join(hooks, 'hooks.mjs'), `import { writeFileSync } from 'node:fs'
+export async function resolve(specifier, context, next) {
+  if (context.parentURL?.endsWith('/kernel/boot/main.js')) {
+    writeFileSync(${JSON.stringify(loading)}, '')
+    await new Promise((done) => setTimeout(done, 1000))
+  }
+  return next(specifier, context)
+}
+`)
+    writeFileSync(join(hooks, 'register.mjs'), "import { register } from 'node:module'\nregister('./hooks.mjs', import.meta.url)\n")
+    const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(await freePort()), DATA_DIR: dataDir, PLUGINS: 'acl' }
+    delete env.DATABASE_URL
+    delete env.CONFIG_FILE
+    const child = spawn(process.execPath, ['--import', join(hooks, 'register.mjs'), ...startArguments], { cwd: repository, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const { output, exited } = watchChild(t, child)
+    for (const since = Date.now(); !existsSync(loading); ) {
+      if (child.exitCode !== null || Date.now() - since > 30_000) throw new Error(`no module load seen:\n${output.text}`)
+      await new Promise((done) => setTimeout(done, 2))
+    }
+    child.kill('SIGTERM')
+    const { code, signal } = await exited
+    t.same([code, signal], [0, null], `exit 0, not killed by the signal:\n${output.text}`)
+    t.match(logLines(output.text).at(-1), { msg: 'keygate stopped', signal: 'SIGTERM', pid: child.pid })
+    t.same(readdirSync(dataDir), [], 'no database, no root key: the start never began')
   })
 
   t.test('SIGTERM while WORKERS=2 starts: the primary stops its setup and workers, exit 0, no node id held', async (t) => {
