@@ -146,10 +146,24 @@ t.test('Idempotency-Key: the same request answers the stored answer; another req
     t.equal(other.text, 'Error: This Idempotency-Key was already used with another request.')
     t.equal(await peopleCount(service), 1, 'the other request did nothing')
 
+    // The stored answer is the JSON sent: a retry that asks for XML or CSV is another request, not JSON in their place.
+    for (const [index, accept] of ['application/xml', 'text/csv'].entries()) {
+      const otherFormat = await service.call('POST', '/People/Update/OneChange', { body, headers: { ...headers, Accept: accept }, date: new Date(Date.now() + 3000 + 2000 * index).toUTCString() })
+      t.same([otherFormat.status, otherFormat.text, otherFormat.headers.get('idempotent-replayed')], [422, 'Error: This Idempotency-Key was already used with another request.', null], accept)
+    }
+    const sameFormat = await service.call('POST', '/People/Update/OneChange', { body, headers: { ...headers, Accept: 'application/json' }, date: new Date(Date.now() + 7000).toUTCString() })
+    t.same([sameFormat.status, sameFormat.text, sameFormat.headers.get('idempotent-replayed')], [200, first.text, 'true'], 'Accept: application/json is the same request')
+    const xmlHeaders = { 'Idempotency-Key': 'order-7f3a-xml', Accept: 'application/xml' }
+    const xmlFirst = await service.call('POST', '/People/Update/OneChange', { body: { FirstName: 'Christine', LastName: 'Darden' }, headers: xmlHeaders })
+    const xmlRetry = await service.call('POST', '/People/Update/OneChange', { body: { FirstName: 'Christine', LastName: 'Darden' }, headers: xmlHeaders, date: new Date(Date.now() + 1000).toUTCString() })
+    t.same([xmlRetry.status, xmlRetry.text, xmlRetry.headers.get('idempotent-replayed'), xmlRetry.headers.get('content-type')], [200, xmlFirst.text, 'true', xmlFirst.headers.get('content-type')], 'an XML retry gets the XML answer')
+    t.match(xmlFirst.text, /^<\?xml/)
+    t.equal(await peopleCount(service), 2, 'one person for each Idempotency-Key')
+
     // Keys are per API key: another key may use the same Idempotency-Key for its own request.
     const otherKey = await insertKey(service)
     t.equal((await service.call('POST', '/People/Update/OneChange', { body, headers, key: otherKey })).status, 200)
-    t.equal(await peopleCount(service), 2)
+    t.equal(await peopleCount(service), 3)
 
     // A refused body (400) is not stored: the key stays free for the corrected request.
     const fresh = { 'Idempotency-Key': 'order-7f3b' }

@@ -6,10 +6,16 @@ import { ApiError, badRequest } from '../errors.ts'
 
 const idempotencyKeyPattern = /^[\x21-\x7e]{1,255}$/
 
-/** What must be the same for a retry to get the first answer: route, query and body. */
+/**
+ * What must be the same for a retry to get the first answer: route, query, body and the
+ * answer's format. The stored answer is the bytes sent, so a retry asking for CSV must not
+ * get the first call's JSON. JSON adds nothing to the hash: a JSON claim stored by an
+ * earlier version still matches its retry.
+ */
 function requestHash(exchange: Exchange): string {
   const hash = createHash('sha256').update(`${exchange.request.method} ${exchange.mounted.route.path}?${exchange.queryString}\n`)
   if (exchange.rawBody !== undefined) hash.update(exchange.rawBody)
+  if (exchange.format !== 'json') hash.update(`\nformat=${exchange.format}`)
   return hash.digest('hex')
 }
 
