@@ -10,6 +10,7 @@ import { forEachDatabase, readAnswer, startService, type CallOptions, type Servi
 import { insertKey } from './helpers/keys.ts'
 import { privateRedis, withRedis } from './helpers/redis.ts'
 import { freePort } from './helpers/freePort.ts'
+import { PrivateMariadb } from './helpers/privateMariadb.ts'
 import { createHash } from 'node:crypto'
 import type { Test } from 'tap'
 import { createKernel } from '../kernel/boot/kernel.ts'
@@ -331,6 +332,76 @@ t.test('Idempotency-Key: a call running longer than twice timeouts.requestMs kee
     t.same([takenOver.status, takenOver.json, takenOver.headers.get('idempotent-replayed')], [200, { Run: 2 }, null], 'run by the retry')
   }),
 )
+
+/** A write whose database stops answering (SIGSTOP) at a point of its transaction the test chooses: before its insert, or as its COMMIT goes out. */
+function pausingWrite(mariadb: PrivateMariadb) {
+  const state: { pauseBefore: 'insert' | 'commit' | null } = { pauseBefore: null }
+  const plugin: Plugin = {
+    name: 'paused',
+    defaultGroups: [{ name: 'Paused', paths: [{ path: '/Paused/Write', displayName: 'a write the database stops answering' }] }],
+    migrations: {
+      '0001-paused-writes': {
+        async up(db) {
+          await db.schema.createTable('paused_writes').addColumn('name', 'varchar(20)', (column) => column.notNull()).execute()
+        },
+      },
+    },
+    setup: (kernel) => [
+      defineRoute<{ Name: string }>({
+        method: 'POST',
+        path: '/Paused/Write',
+        body: { type: 'object', required: ['Name'], additionalProperties: false, properties: { Name: { type: 'string', maxLength: 20 } } },
+        xml: { root: 'Written' },
+        handler: async (call) => {
+          await kernel.db.transaction().execute(async (trx) => {
+            if (state.pauseBefore === 'insert') mariadb.pause()
+            await sql`insert into paused_writes (name) values (${call.body.Name})`.execute(trx)
+            if (state.pauseBefore === 'commit') mariadb.pause()
+          })
+          return { Written: 1 }
+        },
+      }),
+    ],
+  }
+  return { plugin, state }
+}
+
+// A 503 after the time limit used to free the key like any 5xx: a retry then wrote a second
+// time when the COMMIT the database had received was carried out once it answered again.
+t.test('Idempotency-Key after a 503 of a database that stopped answering: a retry runs again only when the write cannot have landed (MariaDB)', async (t) => {
+  const mariadb = await PrivateMariadb.create()
+  t.teardown(() => mariadb.destroy())
+  const paused = pausingWrite(mariadb)
+  const service = await startService(t, { kind: 'sqlite', plugins: [paused.plugin], config: { databaseUrl: mariadb.url, database: { queryTimeoutMs: 500 } } })
+  const written = async () => Number((await sql<{ n: number }>`select count(*) as n from paused_writes`.execute(service.kernel.database.db)).rows[0].n)
+  const answersAgain = () => until(async () => (await written().catch(() => -1)) >= 0, 20_000)
+  const write = (name: string) => service.call('POST', '/Paused/Write', { body: { Name: name }, headers: { 'Idempotency-Key': `paused-${name}` } })
+
+  // Stopped before its insert: the transaction's connection is gone, it never commits; the retry does the work.
+  paused.state.pauseBefore = 'insert'
+  t.equal((await write('insert')).status, 503)
+  paused.state.pauseBefore = null
+  mariadb.resume()
+  t.ok(await answersAgain())
+  t.equal(await written(), 0, 'nothing was written')
+  const rerun = await write('insert')
+  t.same([rerun.status, rerun.json, rerun.headers.get('idempotent-replayed')], [200, { Written: 1 }, null], 'the retry ran')
+  t.equal(await written(), 1)
+
+  // Stopped as its COMMIT goes out: the database carries it out once it answers again.
+  paused.state.pauseBefore = 'commit'
+  t.equal((await write('commit')).status, 503)
+  paused.state.pauseBefore = null
+  mariadb.resume()
+  t.ok(await until(async () => (await written().catch(() => 0)) === 2, 20_000), 'the COMMIT it had received was carried out')
+  const retry = await write('commit')
+  t.same([retry.status, retry.text, retry.headers.get('idempotent-replayed')], [409, 'Error: The first request with this Idempotency-Key may have been carried out: the database stopped answering while it was being written. Check its outcome before sending it again under a new Idempotency-Key.', 'true'])
+  t.equal(await written(), 2, 'not written a second time')
+  // Stored with the key: another process on the database refuses the retry too.
+  const other = await siblingOf(t, service, [paused.plugin])
+  t.ok(await until(async () => (await other.call('POST', '/Paused/Write', { body: { Name: 'commit' }, headers: { 'Idempotency-Key': 'paused-commit' } })).status === 409))
+  t.equal(await written(), 2)
+})
 
 t.test('Idempotency-Key sent at once to two processes on MariaDB + Redis: one person, one import batch', (t) =>
   forEachDatabase(t, async (t, kind) => {

@@ -60,6 +60,8 @@ export class Exchange implements Call<unknown, Record<string, unknown>> {
   answer: Answer | null = null
   /** Why the kernel refused the call (401, 429), when it did: the metrics count by it. */
   refusal: Refusal | null = null
+  /** It answered 503 after a write the database may still carry out (storage/uncertainWrites.ts). */
+  writeUncertain = false
   /** The answer is the response cache's: its body is the cache's own buffer, shared by every call that got it. */
   fromCache = false
   /** The handler's answer before encoding (kept for a level-2 log of CSV/XML calls). */

@@ -1,6 +1,7 @@
 import { ApiError, type Refusal } from './errors.ts'
 import type { Answer } from './exchange.ts'
 import { isStoreOutage } from '../storage/database.ts'
+import { writeMayHaveLanded } from '../storage/uncertainWrites.ts'
 import type { ErrorReport } from '../observe/logger.ts'
 
 export const plainText = 'text/plain; charset=utf-8'
@@ -18,6 +19,7 @@ export const wwwAuthenticate: [string, string] = ['WWW-Authenticate', 'KeygateHM
 /** What failureAnswer reads of the failing call. */
 interface FailingCall {
   refusal: Refusal | null
+  writeUncertain: boolean
   requestId: number
   request: { method?: string }
   mounted: { route: { path: string } }
@@ -38,7 +40,10 @@ export function failureAnswer(report: ErrorReport): (error: unknown, exchange: F
     }
     // The error line names the call (issue 14: errors with request id), not only its access line.
     report(error, { requestId: exchange.requestId === 0 ? null : exchange.requestId, method: exchange.request.method, route: exchange.mounted.route.path })
-    if (isStoreOutage(error)) return errorAnswer('Error: Service temporarily unavailable, try again shortly.', 503, [['Retry-After', '2']])
+    if (isStoreOutage(error)) {
+      exchange.writeUncertain = writeMayHaveLanded(error)
+      return errorAnswer('Error: Service temporarily unavailable, try again shortly.', 503, [['Retry-After', '2']])
+    }
     return errorAnswer('Error: Internal error.', 500)
   }
 }

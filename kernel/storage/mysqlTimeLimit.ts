@@ -1,5 +1,6 @@
 import type { MysqlPool, MysqlPoolConnection } from 'kysely'
 import type { Pool, PoolConnection } from 'mysql2'
+import { ConnectionWrites } from './uncertainWrites.ts'
 
 /** database.queryTimeoutMs when the config has none: far above any normal statement. */
 export const defaultQueryTimeoutMs = 10_000
@@ -119,15 +120,27 @@ interface Activity {
 
 type QueryCallback = (error: unknown, result?: unknown, fields?: unknown) => void
 
-/** Kysely runs everything through query(sql, parameters, callback); a streamed query (no callback) is left alone. */
+/** A failure of the connection itself (cut off here, or lost), not an error the server answered. */
+function connectionLost(error: unknown): boolean {
+  return (error as { fatal?: boolean } | null)?.fatal === true || (error as { code?: string } | null)?.code === overrunCode
+}
+
+/**
+ * Kysely runs everything through query(sql, parameters, callback); a streamed query (no
+ * callback) is left alone. A failure that may have left a write behind is marked (uncertainWrites.ts).
+ */
 function limitStatements(connection: PoolConnection, activity: Activity, limitMs: () => number): void {
   const query = connection.query as unknown as (this: PoolConnection, sql: unknown, values: unknown, callback?: QueryCallback) => unknown
+  const writes = new ConnectionWrites()
   ;(connection as unknown as { query: typeof query }).query = function (sql, values, callback) {
-    if (limitMs() === 0 || typeof callback !== 'function') return query.call(this, sql, values, callback)
+    if (typeof callback !== 'function') return query.call(this, sql, values, callback)
+    const mayWrite = writes.sending(sql)
+    if (limitMs() === 0) return query.call(this, sql, values, callback)
     if (activity.pending++ === 0) activity.since = Date.now()
     return query.call(this, sql, values, (error, result, fields) => {
       activity.pending--
       activity.since = Date.now()
+      if (error) writes.failed(error, mayWrite, connectionLost(error))
       callback(error, result, fields)
     })
   }

@@ -183,7 +183,7 @@ function operation(route: MountedRouteInfo, cachesAnswers: boolean): object {
       404: errorAnswer('No such object of yours (an id not found, or another tenant\'s), or the route\'s plugin is disabled.'),
       406: errorAnswer('The Accept header refuses every format of this service (json, xml, csv).'),
       ...(route.writes ? {
-        409: errorAnswer('A call with this Idempotency-Key is still being processed; try again shortly.'),
+        409: errorAnswer('A call with this Idempotency-Key is still being processed (try again shortly), or its first call may have been carried out while the database stopped answering (check, then use a new key).'),
       } : {}),
       // Any call may carry a body over the limit (a GET's body is otherwise not read).
       413: errorAnswer('The body is over the limit (bodyLimit).'),

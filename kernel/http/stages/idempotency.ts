@@ -3,8 +3,16 @@ import type { Stage } from '../pipeline.ts'
 import type { Exchange } from '../exchange.ts'
 import type { IdempotencyStore } from '../idempotencyStore.ts'
 import { ApiError, badRequest } from '../errors.ts'
+import { errorAnswer } from '../failure.ts'
 
 const idempotencyKeyPattern = /^[\x21-\x7e]{1,255}$/
+
+/**
+ * What retries get after the first call answered 503 while the database may still have
+ * carried out its write (a COMMIT without an answer): whether it did cannot be known here,
+ * so the key is spent, as a payment API keeps a failed first attempt's outcome.
+ */
+const mayHaveRun = errorAnswer('Error: The first request with this Idempotency-Key may have been carried out: the database stopped answering while it was being written. Check its outcome before sending it again under a new Idempotency-Key.', 409)
 
 /**
  * What must be the same for a retry to get the first answer: route, query, body and the
@@ -54,6 +62,8 @@ export function idempotencyStage(store: IdempotencyStore): Stage {
       const ticket = exchange.idempotencyClaim
       if (ticket === null) return
       const answer = exchange.answer!
+      // Its 503 stands for this call; a retry must not do the work a second time beside a write that may be there.
+      if (exchange.writeUncertain) return store.settle(ticket, mayHaveRun)
       // The call's own answer stands even if storing it fails; the store keeps trying.
       const succeeded = answer.status >= 200 && answer.status < 300
       return store.settle(ticket, succeeded ? { ...answer, headers: answer.headers.slice() } : null)
