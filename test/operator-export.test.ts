@@ -3,6 +3,7 @@
  * `admin import` and nothing is lost: the same key signs a call there and reads its old
  * log record; the day code stays. `admin backup` copies SQLite while 16 clients call.
  */
+import { spawn } from 'node:child_process'
 import { createConnection } from 'mysql2/promise'
 import t, { type Test } from 'tap'
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, statSync, readdirSync } from 'node:fs'
@@ -165,4 +166,41 @@ t.test('backup while 16 clients call: the copy opens and holds every key', async
   const onMysql = await runAdmin(['backup', target], { DATA_DIR: service.config.dataDir, DATABASE_URL: 'mysql://u@127.0.0.1:1/x' })
   t.equal(onMysql.code, 2)
   t.match(onMysql.stderr, /keygate admin: MySQL u@127\.0\.0\.1:1\/x\nadmin: backup copies the SQLite database; for MySQL\/MariaDB use: mariadb-dump/)
+})
+
+t.test('a backup killed halfway leaves nothing named FILE, only its partial file; the next backup to FILE is made', async (t) => {
+  const dataDir = tempDir(t, 'backup-killed')
+  const first = await runAdmin(['daycode'], { DATA_DIR: dataDir })
+  t.equal(first.code, 0, first.stderr)
+  // A database big enough that the copy is still under way when it is killed.
+  const database = new SQLite(join(dataDir, 'keygate.sqlite'))
+  database.exec('create table bulk (b blob)')
+  const insert = database.prepare('insert into bulk values (?)')
+  const block = Buffer.alloc(1 << 20, 7)
+  database.transaction(() => { for (let index = 0; index < 300; index++) insert.run(block) })()
+  database.close()
+  const folder = tempDir(t, 'backup-target')
+  const target = join(folder, 'copy.sqlite')
+  const { DATABASE_URL: _url, MASTER_KEY: _key, CONFIG_FILE: _file, ...environment } = process.env
+  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/admin.ts', 'backup', target], {
+    env: { ...environment, DATA_DIR: dataDir },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let printed = ''
+  child.stdout.on('data', (chunk) => (printed += chunk))
+  const ended = new Promise<NodeJS.Signals | null>((resolve) => child.on('close', (_code, signal) => resolve(signal)))
+  // Killed as soon as the copy has begun (its first file is in the folder).
+  while (readdirSync(folder).length === 0) await new Promise((resolve) => setTimeout(resolve, 2))
+  child.kill('SIGKILL')
+  t.equal(await ended, 'SIGKILL')
+  t.equal(printed, '', 'killed before the copy was done')
+  t.notOk(existsSync(target), 'no cut-short file under the backup\'s name')
+  t.ok(readdirSync(folder).every((name) => name.startsWith('copy.sqlite.partial-')), 'only the partial file, named as such')
+  const again = await runAdmin(['backup', target, '--json'], { DATA_DIR: dataDir })
+  t.equal(again.code, 0, again.stderr)
+  t.equal(JSON.parse(again.stdout).Keys, 1)
+  t.equal(statSync(target).mode & 0o777, 0o600)
+  const missingFolder = await runAdmin(['backup', join(folder, 'no', 'copy.sqlite')], { DATA_DIR: dataDir })
+  t.equal(missingFolder.code, 2)
+  t.match(missingFolder.stderr, /admin: the folder .*\/no does not exist/)
 })

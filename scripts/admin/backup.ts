@@ -1,5 +1,5 @@
-import { chmodSync, existsSync, statSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { closeSync, existsSync, linkSync, openSync, renameSync, rmSync, statSync } from 'node:fs'
+import { basename, dirname, join, resolve } from 'node:path'
 import SQLite from 'better-sqlite3'
 import { UsageError, type AdminCommand } from './command.ts'
 
@@ -20,32 +20,66 @@ export const backup: AdminCommand = {
     if (existsSync(target)) throw new UsageError(`${target} exists already; backup never overwrites a file`)
     const source = join(config.dataDir, 'keygate.sqlite')
     if (!existsSync(source)) throw new UsageError(`there is no database at ${source}`)
-    const database = new SQLite(source, { fileMustExist: true })
+    if (!existsSync(dirname(target))) throw new UsageError(`the folder ${dirname(target)} does not exist`)
+    // The copy is made under a name of its own beside FILE and given FILE's name only once it
+    // is whole and checked: a backup that fails or is killed (a full disk, kill -9, a reboot)
+    // never leaves a cut-short file named FILE that looks like a backup and blocks the next one.
+    const partial = join(dirname(target), `${basename(target)}.partial-${process.pid}`)
+    // Created owner only before a page is copied (sealed secrets and people's data, like the
+    // database itself), not made readable by all for the length of the copy.
+    closeSync(openSync(partial, 'wx', 0o600))
     try {
-      database.pragma('busy_timeout = 5000')
-      await database.backup(target)
-    } finally {
-      database.close()
-    }
-    // Like the database itself: sealed secrets and people's data, owner only.
-    chmodSync(target, 0o600)
-    // The copy is one file: WAL mode (copied with the pages) would have every opening of it
-    // leave -wal and -shm files beside it. The service sets WAL again when it opens a restored copy.
-    const single = new SQLite(target, { fileMustExist: true })
-    try {
-      single.pragma('journal_mode = DELETE')
-    } finally {
-      single.close()
-    }
-    // Prove the copy opens and holds the keys before saying it is good.
-    const copy = new SQLite(target, { readonly: true, fileMustExist: true })
-    try {
-      const check = copy.pragma('quick_check', { simple: true })
-      if (check !== 'ok') throw new Error(`the copy ${target} fails its check: ${check}`)
-      const keys = (copy.prepare('select count(*) as n from api_keys').get() as { n: number }).n
+      const keys = await copyAndCheck(source, partial)
+      publish(partial, target)
       return { File: target, Bytes: statSync(target).size, Keys: keys }
     } finally {
-      copy.close()
+      rmSync(partial, { force: true })
+      rmSync(`${partial}-journal`, { force: true })
     }
   },
+}
+
+/** The online backup of `source` into `copy`, made one file and proven to open; answers its key count. */
+async function copyAndCheck(source: string, copy: string): Promise<number> {
+  const database = new SQLite(source, { fileMustExist: true })
+  try {
+    database.pragma('busy_timeout = 5000')
+    await database.backup(copy)
+  } finally {
+    database.close()
+  }
+  // The copy is one file: WAL mode (copied with the pages) would have every opening of it
+  // leave -wal and -shm files beside it. The service sets WAL again when it opens a restored copy.
+  const single = new SQLite(copy, { fileMustExist: true })
+  try {
+    single.pragma('journal_mode = DELETE')
+  } finally {
+    single.close()
+  }
+  // Prove the copy opens and holds the keys before saying it is good.
+  const opened = new SQLite(copy, { readonly: true, fileMustExist: true })
+  try {
+    const check = opened.pragma('quick_check', { simple: true })
+    if (check !== 'ok') throw new Error(`the copy fails its check: ${check}`)
+    return (opened.prepare('select count(*) as n from api_keys').get() as { n: number }).n
+  } finally {
+    opened.close()
+  }
+}
+
+/**
+ * Gives the finished copy FILE's name without ever replacing a file: a hard link fails when
+ * FILE appeared meanwhile. A file system without hard links (FAT on a USB disk, some network
+ * shares) gets a rename after one more look.
+ */
+function publish(partial: string, target: string): void {
+  try {
+    linkSync(partial, target)
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'EEXIST') throw new UsageError(`${target} exists already; backup never overwrites a file`)
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw error
+    if (existsSync(target)) throw new UsageError(`${target} exists already; backup never overwrites a file`)
+    renameSync(partial, target)
+  }
 }
