@@ -137,5 +137,5 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-exitQuietlyOnClosedPipe()
+exitQuietlyOnClosedPipe('admin')
 process.exitCode = await main(process.argv.slice(2))

@@ -46,7 +46,7 @@ if (!path.startsWith('/')) fail('PATH starts with / and comes after the base pat
 // Each prints the one line a script reads: both at once would drop one without a word.
 if (values.field !== undefined && values['request-id']) fail('--field and --request-id each print the one thing asked for: give only one of them')
 
-exitQuietlyOnClosedPipe()
+exitQuietlyOnClosedPipe('call')
 let config: Config
 try {
   config = loadConfig()

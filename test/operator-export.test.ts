@@ -204,3 +204,11 @@ t.test('a backup killed halfway leaves nothing named FILE, only its partial file
   t.equal(missingFolder.code, 2)
   t.match(missingFolder.stderr, /admin: the folder .*\/no does not exist/)
 })
+
+t.test('export onto a full disk: one line naming it, exit 1, no stack trace', { skip: existsSync('/dev/full') ? false : 'no /dev/full here' }, async (t) => {
+  const dataDir = tempDir(t, 'export-full')
+  const result = await runAdmin(['export'], { DATA_DIR: dataDir }, { stdoutFile: '/dev/full' })
+  t.equal(result.code, 1)
+  t.equal(result.stderr.split('\n').filter((line) => line && !line.startsWith('admin: first start')).join('\n'),
+    `keygate admin: SQLite ${join(dataDir, 'keygate.sqlite')}\nadmin: the output could not be written: ENOSPC: no space left on device, write`)
+})
