@@ -9,7 +9,9 @@ import { spawnSync } from 'node:child_process'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { loadConfig } from '../kernel/boot/config.ts'
-import { MemoryWindowLimiter, rateCountsMax } from '../kernel/limits/rateLimits.ts'
+import { MemoryWindowLimiter, RateLimits, inMemoryLimiters, rateCountsMax } from '../kernel/limits/rateLimits.ts'
+import { parseMaxHits } from '../kernel/limits/maxHits.ts'
+import type { CallerKey } from '../kernel/plugin.ts'
 import { answerSize, ResponseCache } from '../kernel/http/responseCache.ts'
 import { forEachDatabase, startService } from './helpers/service.ts'
 import { insertKey } from './helpers/keys.ts'
@@ -136,6 +138,37 @@ t.test('partition invalidations are forgotten once no older answer can live, and
   })
   t.equal(await slow, 1)
   t.equal(await cache.remember('tenant:1', 'Total', 60, async () => ++computed), 2, 'a value computed across a clear is computed again')
+})
+
+t.test('distinct MaxHits windows are bounded: idle ones are dropped, then the oldest past the bound', async (t) => {
+  let now = 1_000_000
+  const limits = new RateLimits(inMemoryLimiters(() => now), 5)
+  const caller = (id: number, maxHits: string) => ({ id, rateWindows: parseMaxHits(maxHits), tenantQuotas: [] }) as unknown as CallerKey
+  // One key edited through twelve month-long windows: each count lives on, yet only 5 windows are kept.
+  for (let count = 1; count <= 12; count++) await limits.consume(caller(1, `${count}/1Mon`))
+  t.equal(limits.windows, 5, 'at most 5 windows')
+  // The newest window kept its count: its one point is spent.
+  t.equal((await limits.consume(caller(1, '12/1Mon')))!.remaining, 10, 'the newest window still counts')
+  now += 31 * 86_400_000
+  await limits.consume(caller(2, '1/1Sec'))
+  t.equal(limits.windows, 1, 'windows whose counts all expired are dropped before a new one is made')
+})
+
+t.test('a window no key counts in any more is dropped when a new one is made, on every database', async (t) => {
+  await forEachDatabase(t, async (t, kind) => {
+    let now = Date.now()
+    const service = await startService(t, { kind, clock: () => now })
+    // Thirty distinct one-second windows (as one key edited thirty times would leave).
+    for (let count = 1; count <= 30; count++) {
+      const answer = await service.call('GET', '/Api/Read/Acl', { key: await insertKey(service, { max_hits: `${count}/1Sec` }) })
+      t.equal(answer.status, 200, 'answered')
+    }
+    t.equal(service.kernel.cacheSizes().rateCounts, 30, 'one count in each window')
+    now += 2000
+    const later = await service.call('GET', '/Api/Read/Acl', { key: await insertKey(service, { max_hits: '31/1Sec' }) })
+    t.equal(later.status, 200)
+    t.equal(service.kernel.cacheSizes().rateCounts, 1, 'the expired windows went, with their counts')
+  })
 })
 
 t.test('per-key memories stay within their bounds after more distinct keys than they hold', async (t) => {

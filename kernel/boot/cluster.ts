@@ -7,7 +7,7 @@
  */
 import cluster, { type Worker } from 'node:cluster'
 import { RateLimiterRes } from 'rate-limiter-flexible'
-import { CountedRes, MemoryWindowLimiter, type LimiterFactory, type WindowLimiter } from '../limits/rateLimits.ts'
+import { CountedRes, MemoryWindowLimiter, windowsMax, type LimiterFactory, type WindowLimiter } from '../limits/rateLimits.ts'
 
 export type Invalidation = { kind: 'partition'; partition: string } | { kind: 'key'; keyId: number } | { kind: 'access' }
 
@@ -110,7 +110,15 @@ export function servePrimary(clock: () => number = Date.now): void {
   const limiterFor = (request: LimiterRequest) => {
     const name = `${request.keyPrefix}|${request.points}|${request.duration}`
     let limiter = limiters.get(name)
-    if (!limiter) limiters.set(name, (limiter = new MemoryWindowLimiter(request.points, request.duration * 1000, clock)))
+    if (!limiter) {
+      // Bounded as the workers' windows are (WindowCounters.makeRoom): idle windows go, then the oldest.
+      for (const [held, counts] of limiters) if (counts.idle()) limiters.delete(held)
+      for (const held of limiters.keys()) {
+        if (limiters.size < 2 * windowsMax) break
+        limiters.delete(held)
+      }
+      limiters.set(name, (limiter = new MemoryWindowLimiter(request.points, request.duration * 1000, clock)))
+    }
     return limiter
   }
   // Each relayed broadcast (by sender worker id and its own id): the workers that have yet to apply it.

@@ -101,6 +101,17 @@ export class MemoryWindowLimiter implements WindowLimiter {
     return count
   }
 
+  /**
+   * Whether no key has a live count here (expired ones are swept first, at the window's
+   * own pace, so asking often costs no walk): such a window can be dropped, its keys
+   * lose nothing (WindowCounters.makeRoom).
+   */
+  idle(): boolean {
+    const now = this.clock()
+    if (now >= this.nextSweepAt) this.sweep(now)
+    return this.counts.size === 0
+  }
+
   private sweep(now: number): void {
     this.nextSweepAt = now + this.sweepEveryMs
     for (const [key, count] of this.counts) if (count.resetAt <= now) this.counts.delete(key)
@@ -178,6 +189,8 @@ export interface RateDecision {
 /** One window's limiter and the parts of its header that never change. */
 interface WindowCounter {
   limiter: WindowLimiter
+  /** The window's value (`7/60`), under which WindowCounters holds its limiter. */
+  name: string
   /** Named as the caller wrote the window (`"60Sec"` or `"1Min"`), though both count in one limiter. */
   policy: string
   policyName: string
@@ -185,9 +198,16 @@ interface WindowCounter {
 
 const dayCodeGuesses = 10
 
+/**
+ * Distinct windows (count and length) kept per kind. Every distinct MaxHits value ever
+ * used made a limiter that stayed for the life of the process: a key that may edit
+ * keys could grow the memory without end by editing one key through new values.
+ */
+export const windowsMax = 10_000
+
 /** One kind of window (a key's MaxHits, a tenant's quota): a limiter per distinct window, shared by everyone with that window. */
 class WindowCounters {
-  /** Limiters by window value (count and length): `7/60Sec` and `7/1Min` share one. */
+  /** Limiters by window value (count and length): `7/60Sec` and `7/1Min` share one; oldest-made first. */
   private readonly byValue = new Map<string, WindowLimiter>()
   /**
    * By window object: a key's windows are parsed once when its record is loaded, so
@@ -196,7 +216,17 @@ class WindowCounters {
    */
   private readonly byWindow = new WeakMap<RateWindow, WindowCounter>()
 
-  constructor(private readonly makeLimiter: LimiterFactory, private readonly keyPrefix: string, private readonly labelPrefix: string) {}
+  constructor(
+    private readonly makeLimiter: LimiterFactory,
+    private readonly keyPrefix: string,
+    private readonly labelPrefix: string,
+    private readonly maxWindows: number,
+  ) {}
+
+  /** Distinct windows held now (tests check the bound). */
+  get windows(): number {
+    return this.byValue.size
+  }
 
   /** Keys counted in this process over every window (0 with a shared store). */
   get counted(): number {
@@ -207,17 +237,34 @@ class WindowCounters {
 
   for(window: RateWindow): WindowCounter {
     let counter = this.byWindow.get(window)
-    if (counter) return counter
+    // A limiter dropped by makeRoom is never counted in again: the window gets the one held now.
+    if (counter && this.byValue.get(counter.name) === counter.limiter) return counter
     const name = `${window.count}/${window.seconds}`
     let limiter = this.byValue.get(name)
     if (!limiter) {
+      this.makeRoom()
       limiter = this.makeLimiter({ points: window.count, duration: window.seconds, keyPrefix: `${this.keyPrefix}:${name}` })
       this.byValue.set(name, limiter)
     }
     const label = `"${this.labelPrefix}${window.label}"`
-    counter = { limiter, policy: `${label};q=${window.count};w=${window.seconds}`, policyName: label }
+    counter = { limiter, name, policy: `${label};q=${window.count};w=${window.seconds}`, policyName: label }
     this.byWindow.set(window, counter)
     return counter
+  }
+
+  /**
+   * Before a new window is made: in-memory windows whose counts all expired go, then,
+   * past `maxWindows`, the oldest-made ones: their keys start a fresh window, as a count
+   * dropped by `maxCounts` does (a shared store's window loses nothing: its counts live
+   * in the store). A new window is rare (a MaxHits value not seen before), so the walk
+   * over at most `maxWindows` costs little.
+   */
+  private makeRoom(): void {
+    for (const [name, limiter] of this.byValue) if (limiter instanceof MemoryWindowLimiter && limiter.idle()) this.byValue.delete(name)
+    for (const name of this.byValue.keys()) {
+      if (this.byValue.size < this.maxWindows) break
+      this.byValue.delete(name)
+    }
   }
 }
 
@@ -238,11 +285,16 @@ export class RateLimits {
   /** Every limiter the factory makes is a MemoryWindowLimiter: `consumeNow` can answer. */
   private readonly inMemory: boolean
 
-  constructor(makeLimiter: LimiterFactory = inMemoryLimiters()) {
+  constructor(makeLimiter: LimiterFactory = inMemoryLimiters(), maxWindows = windowsMax) {
     this.dayCodeFailures = makeLimiter({ points: dayCodeGuesses, duration: 60, keyPrefix: 'daycode' })
     this.inMemory = this.dayCodeFailures instanceof MemoryWindowLimiter
-    this.keyCounters = new WindowCounters(makeLimiter, 'maxhits', '')
-    this.tenantCounters = new WindowCounters(makeLimiter, 'tenanthits', 'tenant-')
+    this.keyCounters = new WindowCounters(makeLimiter, 'maxhits', '', maxWindows)
+    this.tenantCounters = new WindowCounters(makeLimiter, 'tenanthits', 'tenant-', maxWindows)
+  }
+
+  /** Distinct windows held, of keys and of tenant quotas (tests check the bound). */
+  get windows(): number {
+    return this.keyCounters.windows + this.tenantCounters.windows
   }
 
   /**
