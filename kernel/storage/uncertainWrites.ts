@@ -17,6 +17,7 @@ export function writeMayHaveLanded(error: unknown): boolean {
 
 // Only the statement's first word matters; Kysely writes them in lower case, raw SQL may not.
 const leadingWord = /^\s*(begin|start|commit|rollback|insert|update|delete|replace)\b/i
+const rollbackToSavepoint = /^\s*rollback\s+(work\s+)?to\b/i
 
 /**
  * One connection's statements as they go out: whether a transaction is open, and whether
@@ -36,6 +37,8 @@ export class ConnectionWrites {
       this.inTransaction = true
       return false
     }
+    // `ROLLBACK TO SAVEPOINT` goes back within the transaction, which stays open.
+    if (word === 'rollback' && rollbackToSavepoint.test(sql as string)) return false
     if (word === 'commit' || word === 'rollback') {
       const ended = this.inTransaction
       this.inTransaction = false
