@@ -333,6 +333,11 @@ t.test('Idempotency-Key: a call running longer than twice timeouts.requestMs kee
   }),
 )
 
+async function stop(mariadb: PrivateMariadb): Promise<void> {
+  mariadb.pause()
+  await mariadb.stopped()
+}
+
 /** A write whose database stops answering (SIGSTOP) at a point of its transaction the test chooses: before its insert, or as its COMMIT goes out. */
 function pausingWrite(mariadb: PrivateMariadb) {
   const state: { pauseBefore: 'insert' | 'commit' | null } = { pauseBefore: null }
@@ -354,9 +359,9 @@ function pausingWrite(mariadb: PrivateMariadb) {
         xml: { root: 'Written' },
         handler: async (call) => {
           await kernel.db.transaction().execute(async (trx) => {
-            if (state.pauseBefore === 'insert') mariadb.pause()
+            if (state.pauseBefore === 'insert') await stop(mariadb)
             await sql`insert into paused_writes (name) values (${call.body.Name})`.execute(trx)
-            if (state.pauseBefore === 'commit') mariadb.pause()
+            if (state.pauseBefore === 'commit') await stop(mariadb)
           })
           return { Written: 1 }
         },

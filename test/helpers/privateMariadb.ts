@@ -3,7 +3,7 @@
  * folder and port, started and stopped by the test, never the shared server.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { freePort } from './freePort.ts'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -53,6 +53,21 @@ export class PrivateMariadb {
    */
   pause(): void {
     this.process?.kill('SIGSTOP')
+  }
+
+  /**
+   * Resolves once every thread of the paused server has stopped: SIGSTOP lands a moment
+   * after it is sent, and a statement sent meanwhile (on a busy machine) could still be
+   * carried out and answered.
+   */
+  async stopped(): Promise<void> {
+    const pid = this.process?.pid
+    if (pid === undefined) return
+    const running = () => readdirSync(`/proc/${pid}/task`).some((task) => !/^\d+ \(.*\) [Tt] /s.test(readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8')))
+    for (const since = Date.now(); running(); ) {
+      if (Date.now() - since > 10_000) throw new Error('the private MariaDB did not stop')
+      await new Promise((resolve) => setTimeout(resolve, 1))
+    }
   }
 
   resume(): void {
