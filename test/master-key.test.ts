@@ -235,6 +235,31 @@ t.test('the CLI refuses to rotate while the service runs on the database, which 
   }),
 )
 
+t.test('a rotation interrupted with NEW_MASTER_KEY is finished by a run with the same NEW_MASTER_KEY', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const first = await startService(t, { kind })
+    let service = first
+    const keyFile = join(service.config.dataDir, 'master.key')
+    const oldKey = readFileSync(keyFile, 'utf8').trim()
+    const keys = [await insertKey(service), await insertKey(service)]
+    const newKey = randomBytes(32)
+    // Killed before the commit: the file holds the new key and the old; the rows are under the old.
+    writeFileSync(keyFile, `${newKey.toString('hex')}\n${oldKey}\n`, { mode: 0o600 })
+    service = await restarted(first, service)
+    t.same(await rotateMasterKey(service.kernel, { newKey, announce: silent }), { Secrets: keys.length + 1, Settings: 1, Sealed: 0, Key: keyFile })
+    t.equal(readFileSync(keyFile, 'utf8'), `${newKey.toString('hex')}\n`, 'the run is finished: the new key alone')
+    // Killed after the commit: the rows are under the new key, the file still holds both.
+    const next = randomBytes(32)
+    await t.rejects(rotateMasterKey(service.kernel, { newKey: next, announce: silent, failAfterCommit: true }))
+    service = await restarted(first, service)
+    t.same(await rotateMasterKey(service.kernel, { newKey: next, announce: silent }), { Secrets: keys.length + 1, Settings: 1, Sealed: 0, Key: keyFile })
+    t.equal(readFileSync(keyFile, 'utf8'), `${next.toString('hex')}\n`)
+    await t.rejects(rotateMasterKey(service.kernel, { newKey: next, announce: silent }), { message: 'the new master key is already in use' }, 'a key the file holds alone is in use')
+    service = await restarted(first, service)
+    await allAuthenticate(t, service, keys, 'after the finished rotations')
+  }),
+)
+
 t.test('rotation with MASTER_KEY given as a value', (t) =>
   forEachDatabase(t, async (t, kind) => {
     const oldHex = randomBytes(32).toString('hex')
@@ -308,7 +333,10 @@ t.test('the CLI and the start warning (SQLite, real processes)', async (t) => {
   t.ok(printed, 'the new value is printed')
   t.equal(byValue.stdout.split(printed![1]).length, 2, 'once')
   t.equal((await run(['scripts/admin.ts', 'daycode'], { ...base, MASTER_KEY: printed![1] })).stdout, codeBefore.stdout)
-  t.equal((await run(['scripts/admin.ts', 'daycode'], { ...base, MASTER_KEY: valueKey })).code, 1, 'the old value no longer opens the secrets')
+  const oldValue = await run(['scripts/admin.ts', 'daycode'], { ...base, MASTER_KEY: valueKey })
+  t.equal(oldValue.code, 1, 'the old value no longer opens the secrets')
+  // A rotation killed after its COMMIT left just this state and no success: the refusal says which value to set.
+  t.match(oldValue.stderr, /after an `admin master-key rotate` that did not report success, set MASTER_KEY to the value it printed/)
 
   const quiet = await run(['kernel/boot/main.ts'], { ...base, MASTER_KEY: printed![1] }, /keygate listening/)
   t.match(quiet.stdout, /keygate listening/)

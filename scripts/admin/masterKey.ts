@@ -13,11 +13,13 @@
  *   before the transaction the file is replaced (atomically) by "new key, then old
  *   key", so whichever way the run ends every row opens; after the commit it is
  *   replaced by the new key alone. An interrupted run leaves both lines, which is safe;
- *   the next rotation or run of this command finishes it.
+ *   the next rotation or run of this command finishes it (with the same NEW_MASTER_KEY too).
  * - a value (`MASTER_KEY=<64 hex digits>`): the new key is printed once, as
  *   `MASTER_KEY=<hex>`, BEFORE the transaction (so it cannot be lost with a commit),
  *   and the operator sets it when the command reports success. If the command fails,
- *   nothing changed and the old value stays in force.
+ *   nothing changed and the old value stays in force, except when it ends (killed, or the
+ *   connection lost) after sending COMMIT: the database may then be sealed under the
+ *   printed value, and the old one no longer opens it (MasterKeyMismatch says to set it).
  * `NEW_MASTER_KEY=<64 hex digits>` gives the new key instead of a random one.
  *
  * Run it with the service stopped (or restart every process right after): a running
@@ -73,7 +75,10 @@ export async function rotateMasterKey(kernel: Kernel, options: RotationOptions):
   let oldFileKeys: Buffer[] = []
   if (source.kind === 'file') {
     oldFileKeys = readMasterKeyFile(source.file)
-    if (oldFileKeys.some((key) => key.equals(newKey))) throw new Error('the new master key is already in use')
+    // The first line of a two-line file is the new key of an interrupted run: rotating to it
+    // again (the same NEW_MASTER_KEY) finishes that run; any other key in the file is in use.
+    const finishing = oldFileKeys.length > 1 && oldFileKeys[0].equals(newKey)
+    if (!finishing && oldFileKeys.some((key) => key.equals(newKey))) throw new Error('the new master key is already in use')
     writeMasterKeyFile(source.file, sameKeys([newKey, ...oldFileKeys]))
   } else {
     if (source.key.equals(newKey)) throw new Error('the new master key is the one in use')
