@@ -85,12 +85,12 @@ t.test('a wrong master key: one line, exit 1, for the service and the CLI', asyn
   const wrong = 'cd'.repeat(32)
   const cli = await runAdmin(['daycode'], { DATA_DIR: dataDir, MASTER_KEY: wrong })
   t.equal(cli.code, 1)
-  t.equal(cli.stderr.split('\n')[1], 'admin: the master key does not open this database (its secrets were sealed under another key: set MASTER_KEY, or put back the dataDir/master.key, that this database was created with)')
+  t.equal(cli.stderr.split('\n')[1], 'admin: the master key does not open this database (its secrets were sealed under another key: set MASTER_KEY, or put back the dataDir/master.key, that this database was created with; after an `admin master-key rotate` that did not report success, set MASTER_KEY to the value it printed)')
   const env: Record<string, string> = { ...process.env, DATA_DIR: dataDir, MASTER_KEY: wrong, PORT: '0' } as Record<string, string>
   delete env.DATABASE_URL
   const service = spawnSync(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { env, encoding: 'utf8', timeout: 60_000 })
   t.equal(service.status, 1)
-  t.equal(service.stderr, 'keygate: the master key does not open this database (its secrets were sealed under another key: set MASTER_KEY, or put back the dataDir/master.key, that this database was created with)\n')
+  t.equal(service.stderr, 'keygate: the master key does not open this database (its secrets were sealed under another key: set MASTER_KEY, or put back the dataDir/master.key, that this database was created with; after an `admin master-key rotate` that did not report success, set MASTER_KEY to the value it printed)\n')
   t.notMatch(service.stderr, /Unsupported state/)
 })
 

@@ -33,7 +33,8 @@ export class MasterKeyMismatch extends Error {
   constructor() {
     super(
       'the master key does not open this database (its secrets were sealed under another key: ' +
-        'set MASTER_KEY, or put back the dataDir/master.key, that this database was created with)',
+        'set MASTER_KEY, or put back the dataDir/master.key, that this database was created with; ' +
+        'after an `admin master-key rotate` that did not report success, set MASTER_KEY to the value it printed)',
     )
   }
 }
