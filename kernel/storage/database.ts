@@ -333,14 +333,17 @@ export function isStoreOutage(error: unknown): boolean {
 
 /**
  * Runs `work` (one transaction, rolled back whole when it throws) again, up to `attempts`
- * times in all, while it fails in a way `retryable` says a rerun may get past.
+ * times in all, while it fails in a way `retryable` says a rerun may get past. With
+ * `pauseMs`, each rerun first waits a random time up to `pauseMs` times the attempts made,
+ * so writers that collided do not collide again in step.
  */
-export async function retryWhen<T>(work: () => Promise<T>, retryable: (error: unknown) => boolean, attempts = 3): Promise<T> {
+export async function retryWhen<T>(work: () => Promise<T>, retryable: (error: unknown) => boolean, attempts = 3, pauseMs = 0): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await work()
     } catch (error) {
       if (attempt >= attempts || !retryable(error)) throw error
+      if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, Math.random() * pauseMs * attempt))
     }
   }
 }
@@ -352,6 +355,8 @@ const isDeadlock = (error: unknown) => (error as { code?: string })?.code === 'E
  * may when several writes race on one unique index entry. That is neither the client's
  * fault nor an outage; the rerun meets the committed row and answers as usual.
  */
-export function retryOnDeadlock<T>(work: () => Promise<T>, attempts = 3): Promise<T> {
-  return retryWhen(work, isDeadlock, attempts)
+export function retryOnDeadlock<T>(work: () => Promise<T>, attempts = 6): Promise<T> {
+  // Several batches racing on the same new rows could lose three times in a row on a busy
+  // host (an import answered 503); a short random pause between reruns breaks the step.
+  return retryWhen(work, isDeadlock, attempts, 10)
 }
