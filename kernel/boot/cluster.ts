@@ -7,7 +7,7 @@
  */
 import cluster, { type Worker } from 'node:cluster'
 import { RateLimiterRes } from 'rate-limiter-flexible'
-import { CountedRes, MemoryWindowLimiter, windowsMax, type LimiterFactory, type WindowLimiter } from '../limits/rateLimits.ts'
+import { CountedRes, MemoryWindowLimiter, makeRoomForWindow, windowsMax, type LimiterFactory, type WindowLimiter } from '../limits/rateLimits.ts'
 
 export type Invalidation = { kind: 'partition'; partition: string } | { kind: 'key'; keyId: number } | { kind: 'access' }
 
@@ -111,12 +111,8 @@ export function servePrimary(clock: () => number = Date.now): void {
     const name = `${request.keyPrefix}|${request.points}|${request.duration}`
     let limiter = limiters.get(name)
     if (!limiter) {
-      // Bounded as the workers' windows are (WindowCounters.makeRoom): idle windows go, then the oldest.
-      for (const [held, counts] of limiters) if (counts.idle()) limiters.delete(held)
-      for (const held of limiters.keys()) {
-        if (limiters.size < 2 * windowsMax) break
-        limiters.delete(held)
-      }
+      // Bounded as the workers' windows are: idle windows go, then the oldest (keys and tenant quotas, hence twice).
+      makeRoomForWindow(limiters, 2 * windowsMax)
       limiters.set(name, (limiter = new MemoryWindowLimiter(request.points, request.duration * 1000, clock)))
     }
     return limiter

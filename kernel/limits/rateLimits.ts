@@ -104,7 +104,7 @@ export class MemoryWindowLimiter implements WindowLimiter {
   /**
    * Whether no key has a live count here (expired ones are swept first, at the window's
    * own pace, so asking often costs no walk): such a window can be dropped, its keys
-   * lose nothing (WindowCounters.makeRoom).
+   * lose nothing (makeRoomForWindow).
    */
   idle(): boolean {
     const now = this.clock()
@@ -237,12 +237,12 @@ class WindowCounters {
 
   for(window: RateWindow): WindowCounter {
     let counter = this.byWindow.get(window)
-    // A limiter dropped by makeRoom is never counted in again: the window gets the one held now.
+    // A limiter dropped by makeRoomForWindow is never counted in again: the window gets the one held now.
     if (counter && this.byValue.get(counter.name) === counter.limiter) return counter
     const name = `${window.count}/${window.seconds}`
     let limiter = this.byValue.get(name)
     if (!limiter) {
-      this.makeRoom()
+      makeRoomForWindow(this.byValue, this.maxWindows)
       limiter = this.makeLimiter({ points: window.count, duration: window.seconds, keyPrefix: `${this.keyPrefix}:${name}` })
       this.byValue.set(name, limiter)
     }
@@ -252,19 +252,21 @@ class WindowCounters {
     return counter
   }
 
-  /**
-   * Before a new window is made: in-memory windows whose counts all expired go, then,
-   * past `maxWindows`, the oldest-made ones: their keys start a fresh window, as a count
-   * dropped by `maxCounts` does (a shared store's window loses nothing: its counts live
-   * in the store). A new window is rare (a MaxHits value not seen before), so the walk
-   * over at most `maxWindows` costs little.
-   */
-  private makeRoom(): void {
-    for (const [name, limiter] of this.byValue) if (limiter instanceof MemoryWindowLimiter && limiter.idle()) this.byValue.delete(name)
-    for (const name of this.byValue.keys()) {
-      if (this.byValue.size < this.maxWindows) break
-      this.byValue.delete(name)
-    }
+}
+
+/**
+ * Before a new window is made (in a process's WindowCounters, and in the cluster primary's
+ * limiters): in-memory windows whose counts all expired go, then, past `maxWindows`, the
+ * oldest-made ones (a Map keeps the order they were made in): their keys start a fresh
+ * window, as a count dropped by `maxCounts` does (a shared store's window loses nothing:
+ * its counts live in the store). A new window is rare (a MaxHits value not seen before),
+ * so the walk over at most `maxWindows` costs little.
+ */
+export function makeRoomForWindow(windows: Map<string, WindowLimiter>, maxWindows: number): void {
+  for (const [name, limiter] of windows) if (limiter instanceof MemoryWindowLimiter && limiter.idle()) windows.delete(name)
+  for (const name of windows.keys()) {
+    if (windows.size < maxWindows) break
+    windows.delete(name)
   }
 }
 
