@@ -4,6 +4,8 @@ import { loadConfig, ConfigError } from '../kernel/boot/config.ts'
 import { createLogger } from '../kernel/observe/logger.ts'
 import { startService } from './helpers/service.ts'
 import { withRedis } from './helpers/redis.ts'
+import { freePort } from './helpers/freePort.ts'
+import { spawn } from 'node:child_process'
 
 t.test('redisUrl: null by default, set by REDIS_URL or the file', async (t) => {
   t.equal(loadConfig({}, {}).redisUrl, null)
@@ -57,3 +59,36 @@ t.test('credentials Redis refuses are logged as such, not as an outage', (t) =>
     t.equal((await service.call('GET', '/Api/Read/Acl')).status, 200, 'the service answers, counting per process')
   }),
 )
+
+t.test('a Redis that refuses connections holds neither a start nor an exit: the operator CLI does not wait 4 s more per command', async (t) => {
+  // Nothing listens there: every connection attempt is refused at once.
+  const url = `redis://127.0.0.1:${await freePort()}/0`
+  // In a child process, as the CLI runs: how long the start waits, and how long the process
+  // lives on after closing the link (ioredis's disconnect timer held it 2 s).
+  const script = `
+    import { RedisLink } from './kernel/cluster/redisLink.ts'
+    import { RedisInvalidation } from './kernel/cluster/redisInvalidation.ts'
+    import { createLogger } from './kernel/observe/logger.ts'
+    const link = new RedisLink(${JSON.stringify(url)}, createLogger({ destination: { write: () => {} } }))
+    const invalidation = new RedisInvalidation(link, () => {})
+    const started = Date.now()
+    await Promise.all([link.connected(), invalidation.start()])
+    process.stdout.write('started ' + (Date.now() - started) + ' reachable ' + link.reachable + '\\n')
+    await link.close()
+    process.stdout.write('closed\\n')
+  `
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+  let output = ''
+  let closedAt = 0
+  child.stdout.on('data', (chunk: Buffer) => {
+    output += chunk.toString()
+    if (closedAt === 0 && output.includes('closed')) closedAt = Date.now()
+  })
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
+  const lingered = Date.now() - closedAt
+  t.equal(code, 0, output)
+  const [, waited, reachable] = /started (\d+) reachable (\w+)/.exec(output) ?? []
+  t.equal(reachable, 'false', 'Redis is away')
+  t.ok(Number(waited) < 1000, `the start went on once the first attempt was refused (waited ${waited} ms; was the 2 s bound)`)
+  t.ok(closedAt > 0 && lingered < 1000, `the process exited once the link was closed (${lingered} ms later; was 2 s)`)
+})

@@ -65,10 +65,14 @@ export class RedisInvalidation {
     if (waiting.expected !== null && waiting.acks >= waiting.expected) waiting.done()
   }
 
-  /** Subscribes (bounded wait: a start with Redis away goes on and subscribes on reconnect). */
+  /**
+   * Subscribes (bounded wait: a start with Redis away goes on and subscribes on reconnect;
+   * once the first connection attempt was refused it goes on at once, not after the bound).
+   */
   async start(timeoutMs = 2000): Promise<void> {
     const subscribed = this.link.subscriber.subscribe(this.channel, this.ackChannel).catch(() => undefined)
-    await Promise.race([subscribed, new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())])
+    const refused = this.link.connected(timeoutMs).then(() => (this.link.reachable ? subscribed : undefined))
+    await Promise.race([subscribed, refused, new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())])
   }
 
   onChange(handler: (change: Invalidation) => void): void {

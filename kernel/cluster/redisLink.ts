@@ -28,6 +28,8 @@ export class RedisLink {
   readonly subscriber: Redis
   /** null until the first connection attempt ends. */
   private up: boolean | null = null
+  /** Told when the first connection attempt ends (`up` set), whichever way. */
+  private readonly firstAttempt: (() => void)[] = []
   private closed = false
   private readonly watch: NodeJS.Timeout
 
@@ -38,6 +40,10 @@ export class RedisLink {
       maxRetriesPerRequest: 0,
       connectTimeout: 2000,
       commandTimeout: commandTimeoutMs,
+      // disconnect() ends the socket and destroys it after this long if it has not closed;
+      // a socket Redis refused has closed already and never closes again, so ioredis's
+      // 2 s default held every operator CLI run (and a stop) that long while Redis was away.
+      disconnectTimeout: 100,
       retryStrategy: (attempt: number) => Math.min(attempt * 200, 2000),
       lazyConnect: false,
     }
@@ -54,6 +60,7 @@ export class RedisLink {
       // Debug only: the operator CLI's stdout carries its answers (a day code), not this.
       else this.logger.debug({ redis: shown }, 'redis connected: rate limits and cache invalidation are shared')
       this.up = true
+      this.attemptEnded()
     })
     // Said once per outage (or once when unreachable at start), not once per retry.
     const down = (refusal?: string) => {
@@ -62,6 +69,7 @@ export class RedisLink {
       // A wrong or missing password is the operator's to mend, not an outage to wait out.
       const what = refusal === undefined ? 'redis unreachable' : `redis refused the credentials of REDIS_URL (${refusal})`
       this.logger.error({ redis: shown }, `${what}: rate limits are counted per process and cache changes are not shared until it returns`)
+      this.attemptEnded()
     }
     this.commands.on('close', down)
     this.commands.on('error', (error: Error) => {
@@ -70,6 +78,7 @@ export class RedisLink {
       if (/DB index is out of range/i.test(error.message) && !this.closed) {
         this.logger.error({ redis: shown }, `redis: REDIS_URL names database ${new URL(url).pathname.slice(1)}, which this Redis does not have (its databases setting); not used: rate limits are counted per process and cache changes are not shared`)
         this.up = false
+        this.attemptEnded()
         void this.close()
         return
       }
@@ -94,16 +103,24 @@ export class RedisLink {
     return this.up === true && this.commands.status === 'ready'
   }
 
-  /** Waits (bounded) for the first connection, so a start with Redis up begins shared. */
+  private attemptEnded(): void {
+    for (const done of this.firstAttempt.splice(0)) done()
+  }
+
+  /**
+   * Waits (bounded) for the first connection attempt, so a start with Redis up begins
+   * shared. A refused attempt ends the wait at once: waiting longer gains nothing (ioredis
+   * goes on retrying), and the operator CLI would pay it on every command while Redis is away.
+   */
   async connected(timeoutMs = 2000): Promise<void> {
-    if (this.reachable) return
+    if (this.up !== null) return
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, timeoutMs)
       function done() {
         clearTimeout(timer)
         resolve()
       }
-      this.commands.once('ready', done)
+      this.firstAttempt.push(done)
     })
   }
 
