@@ -263,7 +263,7 @@ t.test('the registry: a takeover is noticed, the database going away is survived
   const landing = new Promise((resolve) => setTimeout(resolve, 200)).then(() => db.insertInto('api_log').values({ ...source!, id: successorsId }).execute())
   t.ok(await callLog.find(successorsId, Number(source!.key_id)), "read through the process that held the successor's id before")
   await landing
-  t.same(reports, ['node id 1 was taken over by another process while this one could not renew it; now node id 2'])
+  t.same(reports, ['node id 1 was taken over by another process (this one could not renew it in time, or the other was started with that nodeId); now node id 2'])
   await successor.heartbeat()
   t.equal(successor.nodeId, 1, 'the successor keeps its id')
   await stalled.release()
@@ -279,6 +279,28 @@ t.test('the registry: a takeover is noticed, the database going away is survived
   t.equal(reports.length, 1, 'one report for the outage, not one per beat')
   await t.resolves(cutOff.release())
   await db.deleteFrom('kernel_nodes').where('server_name', '=', 'unit').execute()
+})
+
+t.test('a process started with a nodeId takes it from a live holder: the holder moves on, its report not blaming its own database link alone', async (t) => {
+  const service = await startService(t, { kind: 'sqlite' })
+  const { db } = service.kernel.database
+  const reports: string[] = []
+  const options = { nodeId: null, serverName: 'unit', host: '127.0.0.1', heartbeatMs: 60_000, expireMs: 30_000, report: (error: unknown) => reports.push((error as Error).message) }
+  const holder = await NodeRegistry.start(db, options)
+  t.equal(holder.nodeId, 1, 'the service holds 0')
+  // It renews its row on time; another process is started with NODE_ID=1 and listens.
+  await holder.heartbeat()
+  const configured = await NodeRegistry.start(db, { ...options, nodeId: 1 })
+  await configured.serving(await freePort())
+  t.equal(configured.nodeId, 1, 'a configured id is taken whatever holds it')
+  await holder.heartbeat()
+  t.equal(holder.nodeId, 2, 'the holder noticed and claimed another id')
+  t.match(reports, [
+    /^nodeId 1 is configured here but also held by a live process/,
+    /^node id 1 was taken over by another process \(this one could not renew it in time, or the other was started with that nodeId\); now node id 2$/,
+  ])
+  await holder.release()
+  await configured.release()
 })
 
 t.test('WORKERS=2: each worker claims its own node id', async (t) => {

@@ -188,7 +188,8 @@ export class NodeRegistry {
 
   /**
    * Marks this process alive. When its row was taken over (it could not reach the
-   * database for longer than the expiry, and a new process claimed its id), it claims
+   * database for longer than the expiry, and a new process claimed its id; or a process
+   * configured with its id started), it claims
    * an id again and tells the listeners. A database that cannot be reached is reported
    * once and the heartbeat keeps trying; the process keeps serving meanwhile.
    */
@@ -210,7 +211,9 @@ export class NodeRegistry {
       if (Number(kept.numUpdatedRows) === 0) {
         const lost = this.current
         this.current = await this.claim()
-        if (this.holding) this.options.report(new Error(`node id ${lost} was taken over by another process while this one could not renew it; now node id ${this.current}`))
+        // Either cause is possible and this process cannot tell which: a process configured
+        // with this nodeId takes it from a live holder too (claimConfigured).
+        if (this.holding) this.options.report(new Error(`node id ${lost} was taken over by another process (this one could not renew it in time, or the other was started with that nodeId); now node id ${this.current}`))
         this.holding = true
         if (this.current !== lost) for (const listener of this.listeners) listener(this.current)
       }
