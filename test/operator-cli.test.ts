@@ -94,6 +94,24 @@ t.test('a wrong master key: one line, exit 1, for the service and the CLI', asyn
   t.notMatch(service.stderr, /Unsupported state/)
 })
 
+t.test('a lost master.key: the refused start and CLI leave no new key file behind', async (t) => {
+  const dataDir = tempDir(t)
+  t.equal((await runAdmin(['daycode'], { DATA_DIR: dataDir })).code, 0)
+  const keyFile = join(dataDir, 'master.key')
+  rmSync(keyFile)
+  const cli = await runAdmin(['daycode'], { DATA_DIR: dataDir })
+  t.equal(cli.code, 1)
+  t.match(cli.stderr, 'admin: the master key does not open this database')
+  t.notOk(existsSync(keyFile), 'the key the CLI made, which opens nothing, is gone')
+  const env: Record<string, string> = { ...process.env, DATA_DIR: dataDir, PORT: '0' } as Record<string, string>
+  delete env.DATABASE_URL
+  delete env.MASTER_KEY
+  const service = spawnSync(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { env, encoding: 'utf8', timeout: 60_000 })
+  t.equal(service.status, 1)
+  t.match(service.stderr, 'keygate: the master key does not open this database')
+  t.notOk(existsSync(keyFile), 'so is the one the service made')
+})
+
 t.test('key show|disable|enable, group list, acl list|remove, root-key', async (t) => {
   const dataDir = tempDir(t)
   const env = { DATA_DIR: dataDir }

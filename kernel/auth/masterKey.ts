@@ -58,20 +58,27 @@ export function writeMasterKeyFile(file: string, keys: readonly Buffer[]): void 
 }
 
 /** Creates `<dataDir>/master.key` unless it exists; when another process made it meanwhile, theirs holds. */
-function generateKeyFile(file: string): void {
+function generateKeyFile(file: string): boolean {
   makeFolder(dirname(file))
   try {
     // 'wx' fails if another process created it meanwhile; then theirs is read.
     writeFileSync(file, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' })
+    return true
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    return false
   }
+}
+
+/** Creates the generated key file (`dataDir/master.key`) when missing; true when this call made it. */
+export function makeGeneratedKeyFile(source: MasterKeySource): boolean {
+  return source.kind === 'file' && source.generated && !existsSync(source.file) && generateKeyFile(source.file)
 }
 
 /** The master keys in use, sealing key first; a missing generated file is created. */
 export function loadMasterKeys(source: MasterKeySource): Buffer[] {
   if (source.kind === 'value') return [source.key]
-  if (source.generated && !existsSync(source.file)) generateKeyFile(source.file)
+  makeGeneratedKeyFile(source)
   return readMasterKeyFile(source.file)
 }
 

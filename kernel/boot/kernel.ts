@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs'
 import { ConfigError, type Config } from './config.ts'
 import type { KernelServices, Plugin, SealedColumn } from '../plugin.ts'
 import { isStoreOutage, openDatabase, type Database } from '../storage/database.ts'
@@ -5,8 +6,9 @@ import { coreMigrations } from '../storage/coreMigrations.ts'
 import { migrate } from '../storage/migrator.ts'
 import { oneStartAtATime } from '../storage/namedLock.ts'
 import { masterSecretBox, type SecretBox } from '../auth/secrets.ts'
+import { makeGeneratedKeyFile, masterKeySource } from '../auth/masterKey.ts'
 import { KeyAdministration } from '../auth/keyAdministration.ts'
-import { bootstrap, loadDaySecret, type RootKey } from './bootstrap.ts'
+import { bootstrap, loadDaySecret, MasterKeyMismatch, type RootKey } from './bootstrap.ts'
 import { PluginError } from './pluginError.ts'
 import { pluginSealedColumns, recordSealedColumns } from './sealedColumnRecord.ts'
 import { enabledPlugins, loadPlugins } from './pluginLoader.ts'
@@ -108,9 +110,12 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   // A start that fails here (a migration, a wrong master key, a taken node id) closes the
   // database, and with it its writer thread, before the error goes on: a CLI run then
   // exits as it should.
+  const keySource = masterKeySource(config.masterKey, config.dataDir)
+  let keyFileMade = false
   const { secrets, daySecret, createdRootKey, nodes } = await (async () => {
     await migrate(db, dialect, 'kernel', coreMigrations(dialect))
     for (const plugin of plugins) if (plugin.migrations) await migrate(db, dialect, plugin.name, plugin.migrations)
+    keyFileMade = makeGeneratedKeyFile(keySource)
     const secrets = masterSecretBox(config.masterKey, config.dataDir)
     const { daySecret, createdRootKey } = await oneStartAtATime(db, dialect, async () => {
       const daySecret = await loadDaySecret(db, secrets)
@@ -120,7 +125,13 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     })
     const nodes = await NodeRegistry.start(db, { ...config.nodes, nodeId: config.nodeId, serverName: config.serverName, host: config.host, report })
     return { secrets, daySecret, createdRootKey, nodes }
-  })().catch(async (error) => { await database.close(); throw error })
+  })().catch(async (error) => {
+    // A key file this start made that does not open the database has sealed nothing: it
+    // goes with the refused start, so the folder does not hold a key that looks like the one to keep.
+    if (keyFileMade && error instanceof MasterKeyMismatch && keySource.kind === 'file') rmSync(keySource.file, { force: true })
+    await database.close()
+    throw error
+  })
   // The start's work may rightly wait longer (migrations, the start lock); calls may not (D6).
   database.limitQueryTime()
 
