@@ -8,6 +8,7 @@ import type { PoolOptions } from 'mysql2'
 import type { CoreTables } from './coreTables.ts'
 import { sqliteWriterThread } from './sqliteWriterThread.ts'
 import { WaitingSqliteDialect } from './sqliteDriver.ts'
+import { sqliteLiteralLimit } from './sqliteLiteralLimit.ts'
 import { mysqlWriterThread } from './mysqlWriterThread.ts'
 import { defaultQueryTimeoutMs, timeLimitedPool } from './mysqlTimeLimit.ts'
 import type { WriterThread } from './writerThread.ts'
@@ -135,7 +136,7 @@ export function openDatabase(options: DatabaseOptions, { checkpointInBackground 
     },
     close: () => file.close(),
   }
-  const db = new Kysely<CoreTables>({ dialect: new WaitingSqliteDialect(database, sqliteBusyWaitMs) })
+  const db = new Kysely<CoreTables>({ dialect: new WaitingSqliteDialect(database, sqliteBusyWaitMs), plugins: [sqliteLiteralLimit] })
   return {
     dialect: 'sqlite',
     db,
