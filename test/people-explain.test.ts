@@ -72,7 +72,7 @@ t.test('every listing query seeks an index in order, on both databases', (t) =>
           const lastId = Number(first[first.length - 2].id)
           const after = queries.keyOf(await queries.keyOfPerson(lastId).executeTakeFirstOrThrow())
           const queried: [string, Compilable][] = [
-            ['first page', page(null)], ['keyset page', page(after)], ['anchor of page 30', queries.keyAt(2900)], ['Total', queries.count],
+            ['first page', page(null)], ['keyset page', page(after)], ['anchor of page 30', queries.keyAt(2899)], ['Total', queries.count],
           ]
           if (queries.readsTexts) queried.push(['key of the last row', queries.keyOfPerson(lastId)])
           for (const [what, query] of queried) {

@@ -1,9 +1,10 @@
 import { badRequest, JsonText, type Dialect } from '../../kernel/sdk.ts'
-import { personRecord, recordColumns, rememberingHttpDate, type PersonRecord } from './fields.ts'
+import { personRecord, recordColumns, rememberingHttpDate, type PersonRecord, type RecordRow } from './fields.ts'
 import { afterKey, decodeCursor, encodeCursor, keyOrder, notACursor, type Cursor, type KeyValue } from './cursor.ts'
 import { inScope, type PeopleDb, type Scope } from './scope.ts'
 import { recordJson, renderedTexts, storedRecords } from './storedRecord.ts'
 import type { PeopleTable } from './tables.ts'
+import type { ListingReads, ListingRow } from './pageStatements.ts'
 
 /**
  * The people listings (D11): paging, sorting and filtering on allow-listed fields,
@@ -169,8 +170,9 @@ export type ListingSet = 'missing photo' | 'current' | 'current and deleted'
 export type ListingMemo = <T>(name: string, compute: () => Promise<T>) => Promise<T>
 
 /**
- * The queries a listing runs, built once per call from the plan (exported so a test
- * can EXPLAIN exactly what the routes run). Where people's records are stored as text
+ * The queries a listing runs, built from the plan; PageStatements (pageStatements.ts)
+ * builds them once per listing shape and runs them with each call's values (exported so
+ * a test can EXPLAIN exactly what the routes run). Where people's records are stored as text
  * (SQLite, storedRecord.ts) a page reads one text a person, else their columns.
  */
 export function listingQueries(db: PeopleDb, dialect: Dialect, scope: Scope, set: ListingSet, plan: ListingPlan) {
@@ -186,8 +188,8 @@ export function listingQueries(db: PeopleDb, dialect: Dialect, scope: Scope, set
   const pageAfter = (key: readonly KeyValue[] | null) => inOrder(key === null ? query : query.where(afterKey(plan.order, key))).limit(plan.size + 1)
   return {
     count: query.select((eb) => eb.fn.countAll().as('total')),
-    /** The key of the row at `position` (1-based): the anchor the page after it seeks from. */
-    keyAt: (position: number) => inOrder(query.select(keyColumns)).limit(1).offset(position - 1),
+    /** The key of the row after `offset` rows: the anchor the page after it seeks from. */
+    keyAt: (offset: number) => inOrder(query.select(keyColumns)).limit(1).offset(offset),
     /** Whether a page is read as stored texts (`pageTexts`, SQLite) or as record columns (`pageColumns`). */
     readsTexts: storedRecords(dialect).kept,
     /**
@@ -216,12 +218,11 @@ export interface ListedPage {
   body: JsonText
 }
 
-export async function runListing(db: PeopleDb, dialect: Dialect, scope: Scope, set: ListingSet, plan: ListingPlan, remember: ListingMemo): Promise<ListedPage> {
-  const queries = listingQueries(db, dialect, scope, set, plan)
+export async function runListing(db: PeopleDb, queries: ListingReads, set: ListingSet, plan: ListingPlan, remember: ListingMemo): Promise<ListedPage> {
   const listing = `${set}|${plan.filterText}`
   // Every page of one listing has the same Total; counting 100,000 rows costs more
   // than the page itself, so it is counted once until the scope's people change.
-  let total = await remember(`total|${listing}`, async () => Number((await queries.count.executeTakeFirstOrThrow()).total))
+  let total = await remember(`total|${listing}`, () => queries.count())
   let pages = Math.max(1, Math.ceil(total / plan.size))
   // `people`: the JSON of the People field, a text or the records' array.
   const answer = (page: string, next: string | null, people: string): ListedPage => {
@@ -247,46 +248,44 @@ export async function runListing(db: PeopleDb, dialect: Dialect, scope: Scope, s
     // A page past the end is answered like "nothing matches", but keeps the real Total and its page number.
     if (plan.page > pages) return answer(`${plan.page} of ${pages}`, null, nobody)
     before = (plan.page - 1) * plan.size
-    key = before === 0 ? null : await remember(`anchor|${listing}|${plan.sortText}|${before}`, async () => {
-      const row = await queries.keyAt(before).executeTakeFirst()
-      return row ? queries.keyOf(row) : null
-    })
+    key = before === 0 ? null : await remember(`anchor|${listing}|${plan.sortText}|${before}`, () => queries.keyAt(before - 1))
   }
   if (before > 0 && key === null) return answer(`${Math.floor(before / plan.size) + 1} of ${pages}`, null, nobody)
   const read = await readPage(db, queries, key, plan.size)
-  const end = before + read.records.length
+  const end = before + read.count
   // A remembered Total predates a write that is committed but has not yet dropped it (a
   // write commits a moment before its drop): when the page shows that (people after the
   // Total, or a last page ending before it), count again, so one answer never pairs
   // the Total of before a write with people of after it. The drop follows at once.
-  if (read.records.length > 0 && (read.more ? end >= total : end !== total)) {
-    total = Number((await queries.count.executeTakeFirstOrThrow()).total)
+  if (read.count > 0 && (read.more ? end >= total : end !== total)) {
+    total = await queries.count()
     pages = Math.max(1, Math.ceil(total / plan.size))
   }
   const page = `${Math.floor(before / plan.size) + 1} of ${pages}`
-  if (read.records.length === 0) return answer(page, null, nobody)
+  if (read.count === 0) return answer(page, null, nobody)
   let next: string | null = null
   if (read.more) {
-    const lastKey = queries.keyOf(read.lastRow ?? await queries.keyOfPerson(read.lastId).executeTakeFirstOrThrow())
+    const lastKey = read.lastRow === null ? await queries.keyOfPerson(read.lastId) : queries.keyOf(read.lastRow)
     next = encodeCursor(plan.sortText, end, lastKey)
     // The next page by number seeks from here too (only a numbered page knows its position exactly).
     if (!plan.after) await remember(`anchor|${listing}|${plan.sortText}|${end}`, async () => lastKey)
   }
-  return answer(page, next, `[${read.records.join(',')}]`)
+  return answer(page, next, read.people)
 }
 
-/** A page as read: its people's records as JSON text, and its last person (the row when the page read columns, else its Id). */
+/** A page as read: its people's records as one JSON array text, how many, and its last person (the row when the page read columns, else its Id). */
 interface ReadPage {
-  records: string[]
+  people: string
+  count: number
   more: boolean
   lastId: number
-  lastRow: Partial<Record<Column, unknown>> | null
+  lastRow: ListingRow | null
 }
 
 /** Reads one page of at most `size` people (the query reads one more, to tell whether another page follows). */
-async function readPage(db: PeopleDb, queries: ReturnType<typeof listingQueries>, key: readonly KeyValue[] | null, size: number): Promise<ReadPage> {
+async function readPage(db: PeopleDb, queries: ListingReads, key: readonly KeyValue[] | null, size: number): Promise<ReadPage> {
   if (queries.readsTexts) {
-    const rows = await queries.pageTexts(key).execute()
+    const rows = await queries.page(key) as { id: number; record_text: string | null }[]
     const more = rows.length > size
     if (more) rows.pop()
     // A person not rendered yet (none, unless written by an older version) is rendered from its columns.
@@ -297,14 +296,14 @@ async function readPage(db: PeopleDb, queries: ReturnType<typeof listingQueries>
       const text = row.record_text ?? rendered?.get(Number(row.id))
       return text === undefined ? [] : [recordJson(Number(row.id), text)]
     })
-    return { records, more, lastId: rows.length === 0 ? 0 : Number(rows[rows.length - 1].id), lastRow: null }
+    return { people: `[${records.join(',')}]`, count: records.length, more, lastId: rows.length === 0 ? 0 : Number(rows[rows.length - 1].id), lastRow: null }
   }
-  const rows = await queries.pageColumns(key).execute()
+  const rows = await queries.page(key) as RecordRow[]
   const more = rows.length > size
   if (more) rows.pop()
   const formatDate = rememberingHttpDate()
-  const records = rows.map((row) => JSON.stringify(personRecord(row, formatDate)))
-  return { records, more, lastId: 0, lastRow: rows.length === 0 ? null : rows[rows.length - 1] }
+  const people = `[${rows.map((row) => JSON.stringify(personRecord(row, formatDate))).join(',')}]`
+  return { people, count: rows.length, more, lastId: 0, lastRow: rows.length === 0 ? null : rows[rows.length - 1] }
 }
 
 /** The records of a listing answer, for CSV (one row per person; Total and Page go in headers, D12). */

@@ -1,5 +1,6 @@
 import { badRequest, calendarDayAt, defineRoute, pagedListHeaders, type JsonText, type CachePolicy, type Call, type KernelServices, type Route } from '../../kernel/sdk.ts'
 import { columnsFromInput, dayText, personRecordFields, type PersonInput } from './fields.ts'
+import { PageStatements } from './pageStatements.ts'
 import { listingRows, planListing, runListing, type ListedPage, type ListingParameters, type ListingSet, type ListingMemo } from './listing.ts'
 import { changePerson, createPerson, findPerson, recallPerson, setPersonColumns, type ChangedPerson } from './queries.ts'
 import { decodeImage, removePhotoFiles, storePhoto } from './photos.ts'
@@ -31,6 +32,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
   const room = peopleRoom(kernel)
   const bulk = bulkWriter(kernel.dialect)
   const records = storedRecords(kernel.dialect)
+  const pages = new PageStatements(db, kernel.dialect)
 
   /**
    * Listings are cached an hour per scope (D11); the query string, body and format are
@@ -100,7 +102,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
         const askedForDeleted = IncludeDeleted === 1 || IncludeDeleted === true || plan.conditions.some((condition) => condition.column === 'deleted')
         const set: ListingSet = askedForDeleted ? 'current and deleted' : 'current'
         const scope = scopeOf(call.caller)
-        return answerListing(call, await runListing(db, kernel.dialect, scope, set, plan, listingMemo(scope)))
+        return answerListing(call, await runListing(db, pages.reads(scope, set, plan), set, plan, listingMemo(scope)))
       },
     })
   }
@@ -120,7 +122,7 @@ export function peopleRoutes(kernel: KernelServices): Route[] {
       async handler(call) {
         const plan = planListing(call.query, { allowDeletedFilter: false })
         const scope = scopeOf(call.caller)
-        return answerListing(call, await runListing(db, kernel.dialect, scope, 'missing photo', plan, listingMemo(scope)))
+        return answerListing(call, await runListing(db, pages.reads(scope, 'missing photo', plan), 'missing photo', plan, listingMemo(scope)))
       },
     }),
     defineRoute<undefined, { dispgroup?: string }>({
