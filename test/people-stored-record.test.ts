@@ -7,6 +7,7 @@
  * listed record equals the record rendered from the person's columns (on MariaDB, where
  * no text is kept, too), and equals what the write answered; a person whose text is
  * NULL (a row written by an older version) is listed the same, and rendered again later.
+ * A listing's body is, byte for byte, the compact JSON of its value.
  */
 import t from 'tap'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
@@ -25,6 +26,8 @@ async function listed(service: Service): Promise<Map<number, Record<string, unkn
   do {
     const answer = await service.call('POST', '/people/read/list', { body: { IncludeDeleted: 1, size: 500, ...(after ? { after } : {}) } })
     if (answer.status !== 200) throw new Error(answer.text)
+    // The body is the compact JSON of its own value, byte for byte (the records are joined as text or stringified as one page).
+    if (answer.text !== JSON.stringify(answer.json)) throw new Error(`A listing body is not its value's JSON: ${answer.text.slice(0, 200)}`)
     for (const person of Array.isArray(answer.json.People) ? answer.json.People as Record<string, unknown>[] : []) people.set(Number(person.Id), person)
     after = answer.json.Next
   } while (after)
