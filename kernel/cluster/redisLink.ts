@@ -44,6 +44,10 @@ export class RedisLink {
       // a socket Redis refused has closed already and never closes again, so ioredis's
       // 2 s default held every operator CLI run (and a stop) that long while Redis was away.
       disconnectTimeout: 100,
+      // ioredis names itself with CLIENT SETINFO on connecting; a Redis before 7.2 refuses
+      // that, and a refused command keeps its commandTimeout timer running, which held every
+      // operator CLI run (and a quick stop) up to 1 s after its work was done.
+      disableClientInfo: true,
       retryStrategy: (attempt: number) => Math.min(attempt * 200, 2000),
       lazyConnect: false,
     }
