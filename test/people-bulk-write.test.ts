@@ -7,14 +7,11 @@
  * before the failure, and only the transaction's rollback takes them away again.
  */
 import t, { type Test } from 'tap'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { sql } from 'kysely'
 import { openDatabase, isUniqueViolation, type Database } from '../kernel/storage/database.ts'
 import { bulkWriter, rowsPerStatement } from '../plugins/people/bulkWrite.ts'
 import { forEachDatabase, type DatabaseKind } from './helpers/service.ts'
-import { createScratchDatabase } from './helpers/scratchDatabase.ts'
+import { createScratchDatabase, scratchSqlite } from './helpers/scratchDatabase.ts'
 import { failure } from './helpers/failure.ts'
 import { consecutive } from './helpers/consecutive.ts'
 
@@ -24,9 +21,7 @@ const columns = ['parent', 'custno', 'source_id', 'last_name']
 async function scratch(t: Test, kind: DatabaseKind): Promise<Database> {
   let database: Database
   if (kind === 'sqlite') {
-    const dataDir = mkdtempSync(join(tmpdir(), 'keygate-bulk-'))
-    database = openDatabase({ databaseUrl: null, dataDir })
-    t.teardown(async () => (await database.close(), rmSync(dataDir, { recursive: true, force: true })))
+    database = scratchSqlite(t, 'bulk')
   } else {
     const scratchDatabase = await createScratchDatabase()
     database = openDatabase({ databaseUrl: scratchDatabase.url, dataDir: '' })

@@ -6,19 +6,12 @@
  * else, and OFFSET, stays a parameter. The rows are the same either way.
  */
 import t from 'tap'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { sql } from 'kysely'
 import { openDatabase } from '../kernel/storage/database.ts'
+import { scratchSqlite } from './helpers/scratchDatabase.ts'
 
 t.test('SQLite: a whole-number LIMIT is in the text, anything else is bound', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'keygate-limit-'))
-  const database = openDatabase({ databaseUrl: null, dataDir })
-  t.teardown(async () => {
-    await database.close()
-    rmSync(dataDir, { recursive: true, force: true })
-  })
+  const database = scratchSqlite(t, 'limit')
   const db = database.db.withTables<{ numbers: { id: number; name: string } }>()
   await sql`create table numbers (id integer primary key, name text)`.execute(db)
   for (let id = 1; id <= 5; id++) await db.insertInto('numbers').values({ id, name: `n${id}` }).execute()

@@ -7,11 +7,9 @@
  * an own property, never the row's prototype.
  */
 import t from 'tap'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { sql } from 'kysely'
-import { openDatabase, rowBuilder, valueLister, valueListers } from '../kernel/storage/database.ts'
+import { rowBuilder, valueLister, valueListers } from '../kernel/storage/database.ts'
+import { scratchSqlite } from './helpers/scratchDatabase.ts'
 
 const oddNames = ['plain', 'with "quotes"', 'back\\slash', 'line\u2028separator', '}; throw new Error("ran"); ({', 'naïve 名前', '0', 'constructor']
 
@@ -47,12 +45,7 @@ t.test('valueLister, the inverse: every row\'s values in column order, absent as
 })
 
 t.test('rows of a real SQLite query: wide, odd names, repeated names and __proto__', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'keygate-rows-'))
-  const database = openDatabase({ databaseUrl: null, dataDir })
-  t.teardown(async () => {
-    await database.close()
-    rmSync(dataDir, { recursive: true, force: true })
-  })
+  const database = scratchSqlite(t, 'rows')
   const db = database.db
   await sql`create table wide (id integer primary key, ${sql.join(Array.from({ length: 30 }, (_, index) => sql.raw(`c${index} text`)))})`.execute(db)
   for (let id = 1; id <= 3; id++) {

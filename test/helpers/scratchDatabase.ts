@@ -1,5 +1,9 @@
-/** Throw-away MySQL/MariaDB databases on the server at TEST_MYSQL_URL, for tests and benchmarks. */
+/** Throw-away databases for tests and benchmarks: MySQL/MariaDB ones on the server at TEST_MYSQL_URL, SQLite ones in a temporary folder. */
 import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { openDatabase, type Database } from '../../kernel/storage/database.ts'
 import { createConnection } from 'mysql2/promise'
 import type { Test } from 'tap'
 
@@ -67,4 +71,15 @@ export async function withScratchMariadb(t: Test, body: (url: string) => Promise
   const scratch = await createScratchDatabase()
   t.teardown(() => scratch.drop())
   await body(scratch.url)
+}
+
+/** The kernel's SQLite database in a new temporary folder, closed and removed at the test's end. */
+export function scratchSqlite(t: Test, prefix: string): Database {
+  const dataDir = mkdtempSync(join(tmpdir(), `keygate-${prefix}-`))
+  const database = openDatabase({ databaseUrl: null, dataDir })
+  t.teardown(async () => {
+    await database.close()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+  return database
 }
