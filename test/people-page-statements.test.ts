@@ -16,9 +16,9 @@ import {
 } from 'kysely'
 import { sqliteLiteralLimit } from '../kernel/storage/sqliteLiteralLimit.ts'
 import type { Dialect } from '../kernel/storage/database.ts'
-import { listingQueries, planListing, type ListingSet } from '../plugins/people/listing.ts'
+import { listingQueries, planListing, runListing, type ListedPage, type ListingMemo, type ListingSet } from '../plugins/people/listing.ts'
 import { PageStatements } from '../plugins/people/pageStatements.ts'
-import type { KeyValue } from '../plugins/people/cursor.ts'
+import { decodeCursor, type KeyValue } from '../plugins/people/cursor.ts'
 import type { PeopleDb, Scope } from '../plugins/people/scope.ts'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
 
@@ -101,6 +101,7 @@ for (const dialect of ['sqlite', 'mysql'] as const) {
               for (const key of [null, ...keysFor(columns, round)]) {
                 const page = dialect === 'sqlite' ? builder.pageTexts(key) : builder.pageColumns(key)
                 t.same(await ranBy([], () => reads.page(key)), built(page), `${set} | ${sort} | ${filter} | ${size} | ${JSON.stringify(key)}`)
+                if (dialect === 'sqlite') t.same(await ranBy([], () => reads.pageBody(key)), built(builder.pageBody(key)), `body: ${set} | ${sort} | ${filter} | ${size} | ${JSON.stringify(key)}`)
                 checked++
               }
             }
@@ -122,6 +123,29 @@ t.test('the values of one call are not kept for the next of the same shape', asy
   t.not(JSON.stringify(first.parameters), JSON.stringify(second.parameters))
   for (const value of [5, 6, 'B', 20]) t.ok(second.parameters.includes(value), `the second call's ${value}`)
   for (const value of [1, 2, 'A', 10]) t.notOk(second.parameters.includes(value), `not the first call's ${value}`)
+})
+
+t.test('on SQLite a page whose people all have stored texts is one statement, its People the text SQLite joined', async (t) => {
+  const { db, ranBy } = recordingDb('sqlite')
+  const statements = new PageStatements(db, 'sqlite')
+  const plan = planListing({ sort: 'Id', size: 2 }, { allowDeletedFilter: false })
+  const reads = statements.reads({ parent: 1, custno: 0 }, 'current', plan)
+  // Total and anchors come from the memo; what is left is the page itself.
+  const remember: ListingMemo = async (name, compute) => (name.startsWith('total|') ? 5 as never : compute())
+  const joined = '{"Id":4,"FirstName":"A"},{"Id":9,"FirstName":"B"}'
+  const page = [{ body: joined, listed: 2, stored: 2, id: null }, { body: null, listed: null, stored: null, id: 9 }, { body: null, listed: null, stored: null, id: 12 }]
+  let listed: ListedPage | undefined
+  t.same(await ranBy(page, async () => { listed = await runListing(db, reads, 'current', plan, remember) }), built(listingQueries(db, 'sqlite', { parent: 1, custno: 0 }, 'current', plan).pageBody(null)), 'only the page body statement ran')
+  const answer = JSON.parse(listed!.body.text)
+  t.same(answer.People, [{ Id: 4, FirstName: 'A' }, { Id: 9, FirstName: 'B' }], "People is SQLite's joined text")
+  t.match(listed!.body.text, `,"People":[${joined}]}`)
+  t.equal(answer.Page, '1 of 3')
+  t.same(decodeCursor(answer.Next, 'Id', plan.order).key, [9], "Next is the key of the page's last person")
+  // The last page: only the row at the page's end, no row after it.
+  const end = [{ body: joined, listed: 2, stored: 2, id: null }, { body: null, listed: null, stored: null, id: 9 }]
+  let final: ListedPage | undefined
+  await ranBy(end, async () => { final = await runListing(db, reads, 'current', { ...plan, page: 3 }, async (name, compute) => (name.startsWith('total|') ? 6 as never : name.startsWith('anchor|') ? [8] as never : compute())) })
+  t.equal(final!.Next, undefined, 'no Next when no row follows the page')
 })
 
 // Over real databases: every page of many listing shapes, walked by cursor and by page

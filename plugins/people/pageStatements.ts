@@ -50,6 +50,12 @@ export interface ListingReads {
   keyAt(offset: number): Promise<KeyValue[] | null>
   /** The page after `key` (from the start when null), one row more than the page. */
   page(key: readonly KeyValue[] | null): Promise<ListingRow[]>
+  /**
+   * Stored texts only: the page after `key` as its records' joined text with how many
+   * people and stored texts, then the keys of its last row and the row after it
+   * (listingQueries' pageBody).
+   */
+  pageBody(key: readonly KeyValue[] | null): Promise<ListingRow[]>
   /** The sort key of one person, by Id. */
   keyOfPerson(id: number): Promise<KeyValue[]>
   keyOf(row: ListingRow): KeyValue[]
@@ -110,6 +116,9 @@ export class PageStatements {
           const templateKey = key === null ? null : slotKey(key)
           return readsTexts ? queries.pageTexts(templateKey) : queries.pageColumns(templateKey)
         }, values(key))
+      },
+      pageBody(key) {
+        return run(`body|${keyShape(key)}`, (queries) => queries.pageBody(key === null ? null : slotKey(key)), values(key))
       },
       async keyOfPerson(id) {
         const rows = await run('keyOfPerson', (queries) => queries.keyOfPerson(new Slot((call) => call.id) as unknown as number), values(null, 0, id))
