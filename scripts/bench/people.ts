@@ -5,7 +5,8 @@
  * reading the service's peak RSS, beside the database's own time to write the same rows
  * (importFloor.ts); then loads GET /People/Read/Missing with the response
  * cache off (a second service process on the same data, CACHE_RESPONSES=false) for the
- * first page, a page past 90 % of the list by page number, and the same page by cursor.
+ * first page, a page past 90 % of the list by page number, and the same page by cursor,
+ * after 3 s of the first page's load that are not counted (the process is new).
  * That process is one (WORKERS=1) unless BENCH_PEOPLE_WORKERS says otherwise; with more,
  * the goal's lines name them and the server's CPU per call is not given (the pid read
  * is the cluster's primary, which serves no call).
@@ -21,6 +22,8 @@ import { databaseUrl, peopleWorkers } from './settings.ts'
 
 const batchSize = 10_000
 const listingTarget = 20
+/** The uncached service's load before goal 3's measured ones (not counted). */
+const warmUpSeconds = 3
 /** Goals 3 and 5 are over 100,000 people: a smaller BENCH_PEOPLE measures, it does not meet them. */
 const goalPeople = 100_000
 const importTargets = { sqlite: 4, mariadb: 8 }
@@ -95,6 +98,10 @@ export async function peopleGoals(context: BenchContext, peopleCount: number): P
     ]
     if (beforeDeep.Next) cases.push([`page ${deep} of ${pages} by cursor`, `/People/Read/Missing?size=${size}&after=${beforeDeep.Next}`])
     const p99Met: Target = (value) => value < listingTarget
+    // This process has just started: its first seconds under load (the listing's code
+    // compiled by V8, its heap grown) are not what a p99 under steady load means, and
+    // fell on the first case only. A few seconds of the first case first, not counted.
+    await measure(uncached.base + cases[0][1], { method: 'GET', path: cases[0][1], key: reader }, { seconds: warmUpSeconds })
     for (const [name, path] of cases) {
       const measured = await measure(uncached.base + path, { method: 'GET', path, key: reader }, { serverPid: peopleWorkers === 1 ? uncached.child.pid : undefined })
       const { result } = measured
