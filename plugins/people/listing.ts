@@ -203,7 +203,7 @@ export function listingQueries(db: PeopleDb, dialect: Dialect, scope: Scope, set
      * Stored texts only (SQLite): the page after `key` as one statement, so both parts
      * read one snapshot. Its first row is the page's records joined by SQLite into the
      * text inside the People array (one string instead of 101 row objects, texts and a
-     * join in JavaScript: about a quarter less CPU a page under load, 2026-11-29), with
+     * join in JavaScript: about a fifth less CPU a page under load, 2026-11-29), with
      * how many people it lists and how many of them had a stored text; then the keys of
      * the page's last row and of the one after it, if there are any (two rows: another
      * page follows). group_concat joins in the order the page's subquery yields its rows
