@@ -14,7 +14,7 @@ const text = '{"Total": 2,  "Items": [{"Name": "Zoë", "Count": 1}, {"Name": "=c
 
 const textPlugin: Plugin = {
   name: 'text-probe',
-  defaultGroups: [{ name: 'Text probe', paths: [{ path: '/Probe/Text', displayName: 'answers JSON text' }] }],
+  defaultGroups: [{ name: 'Text probe', paths: [{ path: '/Probe/Text', displayName: 'answers JSON text' }, { path: '/Probe/Pieces', displayName: 'answers JSON text in pieces' }] }],
   setup: () => [
     defineRoute({
       method: 'GET',
@@ -24,8 +24,18 @@ const textPlugin: Plugin = {
       cache: { ttlSeconds: 60, partition: () => 'text' },
       handler: () => new JsonText(text),
     }),
+    defineRoute({
+      method: 'GET',
+      path: '/Probe/Pieces',
+      xml: { root: 'Text', item: 'Item', list: 'Items' },
+      csv: (answer: { Items: unknown[] }) => answer.Items,
+      // The same text in pieces, one of them empty and one a character of two bytes.
+      handler: () => new JsonText(pieces),
+    }),
   ],
 }
+
+const pieces = [text.slice(0, 30), '', text.slice(30, text.indexOf('ë')), 'ë', text.slice(text.indexOf('ë') + 1)]
 
 t.test('a JsonText answer: the text as json, its value as xml, csv and in the log', (t) =>
   forEachDatabase(t, async (t, kind) => {
@@ -50,5 +60,22 @@ t.test('a JsonText answer: the text as json, its value as xml, csv and in the lo
     const log = await service.call('POST', '/Api/Read/Log', { body: { LogRequestId: Number(json.headers.get('x-requestid')) } })
     t.equal(log.status, 200, log.text)
     t.same(log.json.Rsponse, JSON.parse(text), 'a level-2 record keeps the value')
+  }),
+)
+
+t.test('a JsonText in pieces: the pieces one after another, byte for byte, and the same value', (t) =>
+  forEachDatabase(t, async (t, kind) => {
+    const service = await startService(t, { kind, plugins: [textPlugin] })
+    t.equal(pieces.join(''), text)
+    const json = await service.call('GET', '/Probe/Pieces?format=json')
+    t.equal(json.status, 200)
+    t.equal(json.headers.get('content-length'), String(Buffer.byteLength(text)), 'its length in bytes')
+    t.equal(json.text, text, 'the pieces, byte for byte')
+    const xml = await service.call('GET', '/Probe/Pieces?format=xml')
+    t.same(new XMLParser().parse(xml.text).Text, { Total: 2, Item: [{ Name: 'Zoë', Count: 1 }, { Name: '=cmd', Count: 2 }] }, 'xml: the value of the whole')
+    const csv = await service.call('GET', '/Probe/Pieces?format=csv')
+    t.equal(csv.text, `Name,Count\r\nZoë,1\r\n"'=cmd",2`)
+    t.equal(new JsonText(['{"A":', '"é"}']).bytes().toString(), '{"A":"é"}', 'bytes() of pieces')
+    t.same(new JsonText(['{"A":', '"é"}']).value(), { A: 'é' }, 'value() of pieces')
   }),
 )

@@ -42,6 +42,14 @@ t.test('the mark decides, not the class or the shape', async (t) => {
     readonly status = 201
   }
   t.same(encode(new Foreign(), 'json', route), { body: Buffer.from('raw'), contentType: 'text/plain', status: 201 })
+  // A JsonText of an older copy, made before JsonText had bytes(): its text is sent.
+  const textMark: unique symbol = Symbol.for('keygate.JsonText')
+  class OlderJsonText {
+    readonly [textMark] = true
+    constructor(readonly text: string) {}
+    value() { return JSON.parse(this.text) }
+  }
+  t.equal(encode(new OlderJsonText('{"B": 2}'), 'json', route).body.toString(), '{"B": 2}', "an older copy's JsonText: its text")
   // ... and a plain value with the same fields but no mark is a value to encode.
   const lookalike = { contentType: 'text/plain', text: '{"A":1}', body: 'raw', status: 201 }
   t.same(JSON.parse(encode(lookalike, 'json', route).body.toString()), lookalike)

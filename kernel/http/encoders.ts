@@ -3,7 +3,7 @@ import Papa from 'papaparse'
 import type { ResponseFormat, Route } from '../plugin.ts'
 import { xmlName, xmlSafe } from './xmlSafe.ts'
 import { RawAnswer } from './rawAnswer.ts'
-import { answerValue, JsonText } from './jsonText.ts'
+import { answerValue, jsonBytes, JsonText } from './jsonText.ts'
 import { ApiError } from './errors.ts'
 
 export interface Encoded {
@@ -168,7 +168,7 @@ function xmlContent(result: unknown, xml: Route['xml']): unknown {
 /** Encodes a handler's answer in the chosen format (a JsonText's value is parsed only for xml and csv). */
 export function encode(answer: unknown, format: ResponseFormat, route: Pick<Route, 'xml' | 'csv' | 'csvColumns'>, csvRows?: unknown[]): Encoded {
   if (RawAnswer.is(answer)) return { body: answer.body, contentType: answer.contentType, status: answer.status }
-  if (JsonText.is(answer) && format === 'json') return { body: Buffer.from(answer.text), contentType: contentTypes.json }
+  if (JsonText.is(answer) && format === 'json') return { body: jsonBytes(answer), contentType: contentTypes.json }
   const result = answerValue(answer)
   if (format === 'json') return { body: Buffer.from(JSON.stringify(result)), contentType: contentTypes.json }
   if (format === 'xml') {
