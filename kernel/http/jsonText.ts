@@ -39,7 +39,7 @@ export class JsonText {
     const bytes = Buffer.allocUnsafe(size)
     let at = 0
     for (const piece of this.#json) at += bytes.write(piece, at)
-    // Every byte is written (each piece's length was counted as it is written); the cut is a guard.
+    // Each piece is counted and written in the same encoding, so every byte is written; the cut is a guard.
     return at === size ? bytes : bytes.subarray(0, at)
   }
 
