@@ -14,7 +14,8 @@
  * (bench-results/latest.json), BENCH_PROFILE_DIR (bench-results/prof),
  * BENCH_SERVICE_NODE_OPTIONS (node flags for the service process only),
  * BENCH_SERVICE_NODE_ARGS (flags NODE_OPTIONS refuses, e.g. `--cpu-prof --cpu-prof-dir=prof`),
- * BENCH_SERVICE_FROM=sources (run the service under tsx instead of the built dist/).
+ * BENCH_SERVICE_FROM=sources (run the service under tsx instead of the built dist/),
+ * BENCH_KEEP=1 (keep the run's data folder, its path printed at the end).
  * Every request is signed (the signature is reused within one second, as a real client may).
  */
 import type { ChildProcess } from 'node:child_process'
@@ -137,7 +138,9 @@ async function main(): Promise<void> {
     console.log(`\nwritten to ${outFile}`)
   } finally {
     stopAll()
-    rmSync(dataDir, { recursive: true, force: true })
+    // BENCH_KEEP=1 leaves the data folder (the SQLite file the listings were read from) to be examined.
+    if (process.env.BENCH_KEEP) console.log(`data folder kept: ${dataDir}`)
+    else rmSync(dataDir, { recursive: true, force: true })
   }
 }
 
