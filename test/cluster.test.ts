@@ -1,6 +1,6 @@
 import t from 'tap'
 import { spawn, execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import Database from 'better-sqlite3'
 import { freePort } from './helpers/freePort.ts'
@@ -8,17 +8,33 @@ import { watchChild } from './helpers/childService.ts'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { signedHeaders, type SigningKey } from '../kernel/auth/signature.ts'
+import { mallocSettings } from '../kernel/boot/mallocSettings.ts'
 
 t.test('WORKERS=2: limits, cache invalidation and read-your-writes hold across workers', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'keygate-cluster-'))
   const port = await freePort()
   const env = { ...process.env, DATA_DIR: dataDir, PORT: String(port), WORKERS: '2' }
   delete (env as Record<string, string | undefined>).DATABASE_URL
+  for (const name of Object.keys(mallocSettings)) delete (env as Record<string, string | undefined>)[name]
   const service = spawn(process.execPath, ['--import', 'tsx', 'kernel/boot/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
   const { output, waitFor } = watchChild(t, service)
   await waitFor('2 workers')
   t.match(output.text, /listening on .*; 2 workers/)
+  // Started without glibc's malloc settings (not by npm start), the primary gives them to the workers, which serve.
+  const workerPids = readdirSync('/proc').filter((name) => /^\d+$/.test(name)).filter((pid) => {
+    try {
+      const parent = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')[1]
+      return parent === String(service.pid) && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kernel/boot/main.ts')
+    } catch {
+      return false // gone meanwhile
+    }
+  })
+  t.equal(workerPids.length, 2, 'two workers')
+  for (const pid of workerPids) {
+    const environment = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')
+    for (const [name, value] of Object.entries(mallocSettings)) t.ok(environment.includes(`${name}=${value}`), `worker ${pid} has ${name}`)
+  }
 
   const base = `http://127.0.0.1:${port}/v1.0`
   const stored = JSON.parse(readFileSync(join(dataDir, 'admin-key.json'), 'utf8'))

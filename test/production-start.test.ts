@@ -20,6 +20,7 @@ import { watchChild } from './helpers/childService.ts'
 import { mysqlServerOptions, withScratchMariadb } from './helpers/scratchDatabase.ts'
 import { createConnection } from 'mysql2/promise'
 import { signedHeaders } from '../kernel/auth/signature.ts'
+import { mallocSettings, missingMallocSettings } from '../kernel/boot/mallocSettings.ts'
 
 const repository = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 /** What follows `node`: the one production start command. */
@@ -41,6 +42,7 @@ t.test('the unit file, the Dockerfile and npm start run exactly the tested comma
   t.match(unit, /^Type=simple$/m)
   t.match(unit, /^KillSignal=SIGTERM$/m)
   t.match(unit, /^TimeoutStopSec=\d+$/m)
+  for (const [name, value] of Object.entries(mallocSettings)) t.match(unit, new RegExp(`^Environment=${name}=${value}$`, 'm'), `the unit sets ${name}`)
 
   const dockerfile = readFileSync(join(repository, 'deploy/Dockerfile'), 'utf8')
   const cmd = /^CMD (.+)$/m.exec(dockerfile)![1]
@@ -50,6 +52,8 @@ t.test('the unit file, the Dockerfile and npm start run exactly the tested comma
   t.match(dockerfile, /npm ci/)
   t.match(dockerfile, /npm run build/)
   t.match(dockerfile, /\/readyz/)
+  const runtimeStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '))
+  for (const [name, value] of Object.entries(mallocSettings)) t.match(runtimeStage, new RegExp(`^(ENV |    )${name}=${value}\\b`, 'm'), `the image sets ${name}`)
 
   const compose = parseYaml(readFileSync(join(repository, 'deploy/compose.yaml'), 'utf8')) as { services: Record<string, { build?: { dockerfile: string }; healthcheck?: { test: string[] }; depends_on?: Record<string, unknown> }> }
   t.same(Object.keys(compose.services).sort(), ['keygate', 'mariadb', 'redis'])
@@ -58,10 +62,27 @@ t.test('the unit file, the Dockerfile and npm start run exactly the tested comma
   t.ok(compose.services.mariadb.healthcheck && compose.services.redis.healthcheck)
   t.same(Object.keys(compose.services.keygate.depends_on ?? {}).sort(), ['mariadb', 'redis'])
 
-  t.equal(packageJson.scripts.start, `exec node ${startArguments.join(' ')}`, 'npm start execs node (no shell left to swallow SIGTERM)')
+  const mallocDefaults = Object.entries(mallocSettings).map(([name, value]) => `${name}=\${${name}:-${value}}`).join(' ')
+  t.equal(packageJson.scripts.start, `${mallocDefaults} exec node ${startArguments.join(' ')}`, 'npm start execs node (no shell left to swallow SIGTERM), with the malloc settings')
   t.equal(packageJson.bin.keygate, startArguments[0])
   t.equal(packageJson.scripts.prepare, 'node scripts/build.mjs', 'npm install / npm ci leave a fresh clone built')
   t.equal(packageJson.scripts.build, 'node scripts/build.mjs')
+})
+
+t.test("npm start's shell gives node the malloc settings, keeping an operator's own", async (t) => {
+  // The start script as sh runs it, with `env` in node's place to print what node would get.
+  const script = packageJson.scripts.start.replace(`exec node ${startArguments.join(' ')}`, 'exec env')
+  const environment = (env: NodeJS.ProcessEnv) => {
+    const run = spawnSync('sh', ['-c', script], { env, encoding: 'utf8' })
+    return new Map(run.stdout.split('\n').filter(Boolean).map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]))
+  }
+  const plain = { PATH: process.env.PATH }
+  const given = environment(plain)
+  for (const [name, value] of Object.entries(mallocSettings)) t.equal(given.get(name), value, name)
+  const own = environment({ ...plain, MALLOC_TRIM_THRESHOLD_: '1048576' })
+  t.equal(own.get('MALLOC_TRIM_THRESHOLD_'), '1048576', "the operator's value is kept")
+  t.equal(own.get('MALLOC_MMAP_THRESHOLD_'), mallocSettings.MALLOC_MMAP_THRESHOLD_, 'the other is filled in')
+  t.same(missingMallocSettings({ MALLOC_TRIM_THRESHOLD_: '1' }), { MALLOC_MMAP_THRESHOLD_: mallocSettings.MALLOC_MMAP_THRESHOLD_ }, 'what a primary gives its workers')
 })
 
 t.test("the Dockerfile's build stage builds from exactly the files it copies", async (t) => {

@@ -20,6 +20,7 @@ import { NewerDatabase } from '../storage/migrator.ts'
 import { createLogger, type Logger } from '../observe/logger.ts'
 import { listenAggregated } from '../observe/metrics.ts'
 import { packageVersion } from './packageRoot.ts'
+import { missingMallocSettings } from './mallocSettings.ts'
 
 function announceRootKey(config: Config, root: RootKey | null): void {
   if (!root) return
@@ -139,7 +140,8 @@ async function primary(config: Config, logger: Logger): Promise<void> {
   })
   servePrimary()
   const fork = (index: number) => {
-    const worker = cluster.fork({ KEYGATE_WORKER_INDEX: String(index) })
+    // glibc reads its settings as a process starts: the workers serve, so they get them (mallocSettings.ts).
+    const worker = cluster.fork({ ...missingMallocSettings(process.env), KEYGATE_WORKER_INDEX: String(index) })
     let served = false
     // Served once its API listener is up (a metrics listener may come up first and say nothing).
     worker.on('listening', (address) => {

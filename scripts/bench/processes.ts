@@ -4,6 +4,7 @@ import { createWriteStream, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { freePort } from '../../test/helpers/freePort.ts'
 import { benchRoot, databaseUrl } from './settings.ts'
+import { missingMallocSettings } from '../../kernel/boot/mallocSettings.ts'
 
 export interface ServiceProcess {
   base: string
@@ -63,7 +64,8 @@ const serviceEntry = process.env.BENCH_SERVICE_FROM === 'sources'
  */
 export async function startService(dataDir: string, extraEnv: Record<string, string> = {}, nodeArguments: string[] = []): Promise<ServiceProcess> {
   const port = await freePort()
-  const env: Record<string, string> = { ...(process.env as Record<string, string>), PORT: String(port), DATA_DIR: dataDir, BODY_LIMIT: String(16 * 1024 * 1024), ...extraEnv }
+  // glibc's settings as `npm start` gives them (kernel/boot/mallocSettings.ts), unless this run's environment has its own.
+  const env: Record<string, string> = { ...missingMallocSettings(process.env), ...(process.env as Record<string, string>), PORT: String(port), DATA_DIR: dataDir, BODY_LIMIT: String(16 * 1024 * 1024), ...extraEnv }
   if (databaseUrl) env.DATABASE_URL = databaseUrl
   if (process.env.BENCH_SERVICE_NODE_OPTIONS) env.NODE_OPTIONS = process.env.BENCH_SERVICE_NODE_OPTIONS
   const flags = [...(process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean), ...nodeArguments]
