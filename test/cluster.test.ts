@@ -1,10 +1,10 @@
 import t from 'tap'
 import { spawn, execFileSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import Database from 'better-sqlite3'
 import { freePort } from './helpers/freePort.ts'
-import { watchChild } from './helpers/childService.ts'
+import { watchChild, workerPids } from './helpers/childService.ts'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { signedHeaders, type SigningKey } from '../kernel/auth/signature.ts'
@@ -22,16 +22,9 @@ t.test('WORKERS=2: limits, cache invalidation and read-your-writes hold across w
   await waitFor('2 workers')
   t.match(output.text, /listening on .*; 2 workers/)
   // Started without glibc's malloc settings (not by npm start), the primary gives them to the workers, which serve.
-  const workerPids = readdirSync('/proc').filter((name) => /^\d+$/.test(name)).filter((pid) => {
-    try {
-      const parent = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')[1]
-      return parent === String(service.pid) && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kernel/boot/main.ts')
-    } catch {
-      return false // gone meanwhile
-    }
-  })
-  t.equal(workerPids.length, 2, 'two workers')
-  for (const pid of workerPids) {
+  const workers = workerPids(service.pid!)
+  t.equal(workers.length, 2, 'two workers')
+  for (const pid of workers) {
     const environment = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')
     for (const [name, value] of Object.entries(mallocSettings)) t.ok(environment.includes(`${name}=${value}`), `worker ${pid} has ${name}`)
   }

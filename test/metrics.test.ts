@@ -4,11 +4,11 @@
  * rate-limit refusals, cache hits), the log queue and process metrics present.
  */
 import t from 'tap'
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { spawn } from 'node:child_process'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { watchChild } from './helpers/childService.ts'
+import { watchChild, workerPids } from './helpers/childService.ts'
 import { forEachDatabase, startService } from './helpers/service.ts'
 import { freePort } from './helpers/freePort.ts'
 import { insertKey } from './helpers/keys.ts'
@@ -119,15 +119,7 @@ t.test('WORKERS=2: one scrape counts the calls of every worker, the same on ever
   const { waitFor, exited, output } = watchChild(t, child)
   await waitFor('2 workers')
   const url = `http://127.0.0.1:${metricsPort}/metrics`
-  const workers = readdirSync('/proc').filter((name) => /^\d+$/.test(name)).filter((pid) => {
-    try {
-      // Its children running main.ts (tsx's esbuild is a child too).
-      return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1] === String(child.pid) &&
-        readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kernel/boot/main.ts')
-    } catch {
-      return false
-    }
-  }).map(Number)
+  const workers = workerPids(child.pid!)
   t.equal(workers.length, 2, 'two worker processes')
   // A worker that has never answered (frozen before the first scrape) has no numbers to
   // serve: that scrape fails, 503, and the service log says why.

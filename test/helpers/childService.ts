@@ -1,5 +1,6 @@
 /** A real keygate process started by a test: its output gathered, killed at the test's end if still running. */
 import type { ChildProcess } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import type { Test } from 'tap'
 
 export interface WatchedChild {
@@ -29,4 +30,19 @@ export function watchChild(t: Test, child: ChildProcess): WatchedChild {
       }
     },
   }
+}
+
+/**
+ * The worker processes of a `WORKERS` service started from the sources: the primary's
+ * children that run kernel/boot/main.ts (tsx's esbuild is a child too). Linux only (/proc).
+ */
+export function workerPids(primaryPid: number): number[] {
+  return readdirSync('/proc').filter((name) => /^\d+$/.test(name)).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1] === String(primaryPid) &&
+        readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kernel/boot/main.ts')
+    } catch {
+      return false // gone meanwhile
+    }
+  }).map(Number)
 }
