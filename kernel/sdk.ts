@@ -80,7 +80,7 @@ export { calendarDayAt, isTimeZone, type CalendarDay } from './tenants/timeZone.
 
 // An answer of its own content type and status (a page, a feed, an image, a 304), sent as it is instead of json/xml/csv.
 export { RawAnswer } from './http/rawAnswer.ts'
-export { JsonText } from './http/jsonText.ts'
+export { JsonText, type JsonPiece } from './http/jsonText.ts'
 
 // Events (issue 17): `kernel.events.subscribe/emit`, inside the transaction of the change.
 export type { EventHandler, EventType, KernelEvent } from './events/events.ts'

@@ -18,6 +18,7 @@ import { sqliteLiteralLimit } from '../kernel/storage/sqliteLiteralLimit.ts'
 import type { Dialect } from '../kernel/storage/database.ts'
 import { listingQueries, planListing, runListing, type ListedPage, type ListingMemo, type ListingSet } from '../plugins/people/listing.ts'
 import { PageStatements } from '../plugins/people/pageStatements.ts'
+import { BodyPieces, bodyBytes } from '../kernel/http/bodyPieces.ts'
 import { decodeCursor, type KeyValue } from '../plugins/people/cursor.ts'
 import type { PeopleDb, Scope } from '../plugins/people/scope.ts'
 import { forEachDatabase, startService, type Service } from './helpers/service.ts'
@@ -125,24 +126,29 @@ t.test('the values of one call are not kept for the next of the same shape', asy
   for (const value of [1, 2, 'A', 10]) t.notOk(second.parameters.includes(value), `not the first call's ${value}`)
 })
 
-t.test('on SQLite a page whose people all have stored texts is one statement, its People the text SQLite joined', async (t) => {
+t.test('on SQLite a page whose people all have stored texts is one statement, its People the bytes SQLite joined, sent as they are', async (t) => {
   const { db, ranBy } = recordingDb('sqlite')
   const statements = new PageStatements(db, 'sqlite')
   const plan = planListing({ sort: 'Id', size: 2 }, { allowDeletedFilter: false })
   const reads = statements.reads({ parent: 1, custno: 0 }, 'current', plan)
   // Total and anchors come from the memo; what is left is the page itself.
   const remember: ListingMemo = async (name, compute) => (name.startsWith('total|') ? 5 as never : compute())
-  const joined = '{"Id":4,"FirstName":"A"},{"Id":9,"FirstName":"B"}'
-  const page = [{ body: joined, listed: 2, stored: 2, id: null }, { body: null, listed: null, stored: null, id: 9 }, { body: null, listed: null, stored: null, id: 12 }]
+  const joined = '{"Id":4,"FirstName":"A"},{"Id":9,"FirstName":"Zoë"}'
+  // better-sqlite3 gives the BLOB as a Buffer.
+  const joinedBytes = Buffer.from(joined)
+  const page = [{ body: joinedBytes, listed: 2, stored: 2, id: null }, { body: null, listed: null, stored: null, id: 9 }, { body: null, listed: null, stored: null, id: 12 }]
   let listed: ListedPage | undefined
   t.same(await ranBy(page, async () => { listed = await runListing(db, reads, 'current', plan, remember) }), built(listingQueries(db, 'sqlite', { parent: 1, custno: 0 }, 'current', plan).pageBody(null)), 'only the page body statement ran')
   const answer = JSON.parse(listed!.body.text)
-  t.same(answer.People, [{ Id: 4, FirstName: 'A' }, { Id: 9, FirstName: 'B' }], "People is SQLite's joined text")
+  t.same(answer.People, [{ Id: 4, FirstName: 'A' }, { Id: 9, FirstName: 'Zoë' }], "People is SQLite's joined text")
   t.match(listed!.body.text, `,"People":[${joined}]}`)
+  const sent = listed!.body.body()
+  t.ok(sent instanceof BodyPieces && sent.pieces.includes(joinedBytes), "a json answer sends SQLite's bytes themselves, not a copy")
+  t.equal(bodyBytes(sent).toString(), listed!.body.text, 'and with them the whole answer')
   t.equal(answer.Page, '1 of 3')
   t.same(decodeCursor(answer.Next, 'Id', plan.order).key, [9], "Next is the key of the page's last person")
   // The last page: only the row at the page's end, no row after it.
-  const end = [{ body: joined, listed: 2, stored: 2, id: null }, { body: null, listed: null, stored: null, id: 9 }]
+  const end = [{ body: joinedBytes, listed: 2, stored: 2, id: null }, { body: null, listed: null, stored: null, id: 9 }]
   let final: ListedPage | undefined
   await ranBy(end, async () => { final = await runListing(db, reads, 'current', { ...plan, page: 3 }, async (name, compute) => (name.startsWith('total|') ? 6 as never : name.startsWith('anchor|') ? [8] as never : compute())) })
   t.equal(final!.Next, undefined, 'no Next when no row follows the page')
@@ -230,5 +236,13 @@ t.test('every page of many listing shapes is the in-memory sort and filter, by c
           }
         }
       }
+    }
+    if (kind === 'sqlite') {
+      // What the route runs reaches JavaScript as SQLite's bytes (the BLOB), never as a string.
+      const db = service.kernel.database.db as unknown as PeopleDb
+      const { parent } = await db.selectFrom('people').select('parent').executeTakeFirstOrThrow()
+      const [records] = await new PageStatements(db, 'sqlite').reads({ parent: Number(parent), custno: 0 }, 'current', planListing({}, { allowDeletedFilter: false })).pageBody(null)
+      t.ok(Buffer.isBuffer(records.body), 'a page body is read as bytes')
+      t.match(String(records.body), /^\{"Id":\d+,/, 'its records, joined')
     }
   }))

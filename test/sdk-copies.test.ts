@@ -9,6 +9,7 @@ import t from 'tap'
 import { encode } from '../kernel/http/encoders.ts'
 import { answerValue } from '../kernel/http/jsonText.ts'
 import { ApiError } from '../kernel/http/errors.ts'
+import { BodyPieces, bodyBytes } from '../kernel/http/bodyPieces.ts'
 
 const secondCopy = <Module>(path: string): Promise<Module> => import(new URL(`${path}?second-copy`, import.meta.url).href)
 
@@ -28,6 +29,16 @@ t.test('a RawAnswer, a JsonText and an ApiError of another copy of the sdk', asy
   t.equal(encode(text, 'json', route).body.toString(), '{"A": 1}', 'json: the text byte for byte')
   t.match(encode(text, 'xml', route).body.toString(), /<X>\s*<A>1<\/A>\s*<\/X>/, 'xml: its value, not the object')
   t.same(answerValue(text), { A: 1 }, 'csv hooks and xmlValue get its value')
+  // Pieces of bytes: sent as BodyPieces, which the kernel's copy recognises and joins
+  // whichever copy made them.
+  const pieces = encode(new JsonText(['{"A": ', Buffer.from('"é"}')]), 'json', route).body
+  t.ok(BodyPieces.is(pieces), 'pieces of bytes are sent as pieces')
+  t.equal(bodyBytes(pieces).toString(), '{"A": "é"}', 'their bytes, joined')
+  const { BodyPieces: OtherBodyPieces } = await secondCopy<typeof import('../kernel/http/bodyPieces.ts')>('../kernel/http/bodyPieces.ts')
+  const other = new OtherBodyPieces([Buffer.from('{"A": '), Buffer.from('"é"}')])
+  t.notOk(other instanceof BodyPieces, 'really another class')
+  t.ok(BodyPieces.is(other), "another copy's pieces, recognised by their mark")
+  t.equal(bodyBytes(other).toString(), '{"A": "é"}', 'and joined')
 
   t.ok(ApiError.is(notFound()), 'an error is recognised too')
 })

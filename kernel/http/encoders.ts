@@ -3,11 +3,12 @@ import Papa from 'papaparse'
 import type { ResponseFormat, Route } from '../plugin.ts'
 import { xmlName, xmlSafe } from './xmlSafe.ts'
 import { RawAnswer } from './rawAnswer.ts'
-import { answerValue, jsonBytes, JsonText } from './jsonText.ts'
+import { answerValue, jsonBody, JsonText } from './jsonText.ts'
+import type { AnswerBody } from './bodyPieces.ts'
 import { ApiError } from './errors.ts'
 
 export interface Encoded {
-  body: Buffer
+  body: AnswerBody
   contentType: string
   /** Set by a RawAnswer (e.g. 304); otherwise the answer is 200. */
   status?: number
@@ -168,7 +169,7 @@ function xmlContent(result: unknown, xml: Route['xml']): unknown {
 /** Encodes a handler's answer in the chosen format (a JsonText's value is parsed only for xml and csv). */
 export function encode(answer: unknown, format: ResponseFormat, route: Pick<Route, 'xml' | 'csv' | 'csvColumns'>, csvRows?: unknown[]): Encoded {
   if (RawAnswer.is(answer)) return { body: answer.body, contentType: answer.contentType, status: answer.status }
-  if (JsonText.is(answer) && format === 'json') return { body: jsonBytes(answer), contentType: contentTypes.json }
+  if (JsonText.is(answer) && format === 'json') return { body: jsonBody(answer), contentType: contentTypes.json }
   const result = answerValue(answer)
   if (format === 'json') return { body: Buffer.from(JSON.stringify(result)), contentType: contentTypes.json }
   if (format === 'xml') {

@@ -6,6 +6,7 @@ import type { SignedWith, AuthRecord } from '../auth/keyDirectory.ts'
 import type { RateDecision } from '../limits/rateLimits.ts'
 import type { ClaimTicket } from './idempotencyStore.ts'
 import type { Refusal } from './errors.ts'
+import type { AnswerBody } from './bodyPieces.ts'
 
 /** A plugin route as mounted: its validators compiled once at start. */
 export interface MountedRoute {
@@ -20,7 +21,8 @@ export interface MountedRoute {
 
 export interface Answer {
   status: number
-  body: Buffer
+  /** One buffer, or pieces sent as they are (bodyPieces.ts): `bodyBytes` gives one buffer of either. */
+  body: AnswerBody
   contentType: string
   headers: [string, string][]
 }

@@ -3,6 +3,7 @@ import type { SecretBox } from '../auth/secrets.ts'
 import type { CoreTables } from '../storage/coreTables.ts'
 import { isUniqueViolation } from '../storage/database.ts'
 import type { Answer } from './exchange.ts'
+import { bodyBytes } from './bodyPieces.ts'
 
 /** How long a stored answer serves retries (issue 12: as payment APIs do, 24 hours). */
 export const idempotencyTtlMs = 24 * 3_600_000
@@ -157,7 +158,7 @@ export class IdempotencyStore {
       return
     }
     await this.db.updateTable('api_idempotency')
-      .set({ status: answer.status, content_type: answer.contentType, headers: JSON.stringify(answer.headers), body: this.secrets.seal(answer.body.toString('base64'), idempotencyContext(keyId, idemKey)) })
+      .set({ status: answer.status, content_type: answer.contentType, headers: JSON.stringify(answer.headers), body: this.secrets.seal(bodyBytes(answer.body).toString('base64'), idempotencyContext(keyId, idemKey)) })
       .where('key_id', '=', keyId).where('idem_key', '=', idemKey).where('status', '=', 0).where('created_at', '=', heldAt).execute()
   }
 

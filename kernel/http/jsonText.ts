@@ -1,4 +1,5 @@
 import { carriesMark } from './copyMark.ts'
+import { BodyPieces, type AnswerBody } from './bodyPieces.ts'
 
 /**
  * An answer whose JSON the handler already holds as text (records a plugin stores
@@ -8,7 +9,9 @@ import { carriesMark } from './copyMark.ts'
  *
  * The text may come in pieces (`new JsonText([head, records, tail])`): a json answer
  * writes them one after another into its one buffer, where joining them into a string
- * first would copy a large text once more (a 45 KB people page: 16 µs against 5).
+ * first would copy a large text once more (a 45 KB people page: 16 µs against 5). A
+ * piece may also be UTF-8 bytes (a Uint8Array, such as a BLOB the database joined):
+ * then the json answer sends the pieces as they are, none copied (bodyPieces.ts).
  *
  * The handler vouches that the text is valid JSON of the value the route documents.
  */
@@ -20,27 +23,42 @@ export class JsonText {
   #parsed = false
   readonly [jsonTextMark] = true
 
-  readonly #json: string | readonly string[]
+  readonly #json: string | readonly JsonPiece[]
 
-  constructor(json: string | readonly string[]) {
+  constructor(json: string | readonly JsonPiece[]) {
     this.#json = json
   }
 
   /** The JSON text (its pieces joined). */
   get text(): string {
-    return typeof this.#json === 'string' ? this.#json : this.#json.join('')
+    if (typeof this.#json === 'string') return this.#json
+    // Bytes are decoded as a whole: a character's bytes may span two pieces.
+    return this.#json.every((piece) => typeof piece === 'string') ? this.#json.join('') : this.bytes().toString('utf8')
   }
 
   /** The JSON as UTF-8 bytes: what a json answer sends. */
   bytes(): Buffer {
     if (typeof this.#json === 'string') return Buffer.from(this.#json)
     let size = 0
-    for (const piece of this.#json) size += Buffer.byteLength(piece)
+    for (const piece of this.#json) size += typeof piece === 'string' ? Buffer.byteLength(piece) : piece.byteLength
     const bytes = Buffer.allocUnsafe(size)
     let at = 0
-    for (const piece of this.#json) at += bytes.write(piece, at)
+    for (const piece of this.#json) {
+      if (typeof piece === 'string') {
+        at += bytes.write(piece, at)
+      } else {
+        bytes.set(piece, at)
+        at += piece.byteLength
+      }
+    }
     // Each piece is counted and written in the same encoding, so every byte is written; the cut is a guard.
     return at === size ? bytes : bytes.subarray(0, at)
+  }
+
+  /** What a json answer sends: its pieces as they are when one of them is bytes, else bytes(). */
+  body(): AnswerBody {
+    if (typeof this.#json === 'string' || this.#json.every((piece) => typeof piece === 'string')) return this.bytes()
+    return new BodyPieces(this.#json.map((piece) => typeof piece === 'string' ? Buffer.from(piece) : piece))
   }
 
   /** True for a JsonText made by any copy of this module. */
@@ -63,11 +81,16 @@ export class JsonText {
   }
 }
 
+/** A piece of a JsonText: text, or its UTF-8 bytes. */
+export type JsonPiece = string | Uint8Array
+
 /**
- * A JsonText's bytes. One made by a plugin's own, older copy of keygate/sdk (recognised
- * by its mark, copyMark.ts) may have no bytes(): its text is sent then.
+ * What a json answer sends of a JsonText. One made by a plugin's own, older copy of
+ * keygate/sdk (recognised by its mark, copyMark.ts) may have no body() or bytes(): its
+ * bytes or its text are sent then.
  */
-export function jsonBytes(answer: JsonText): Buffer {
+export function jsonBody(answer: JsonText): AnswerBody {
+  if (typeof answer.body === 'function') return answer.body()
   return typeof answer.bytes === 'function' ? answer.bytes() : Buffer.from(answer.text)
 }
 

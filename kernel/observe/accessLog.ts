@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Logger } from 'pino'
 import type { Exchange } from '../http/exchange.ts'
+import { bodyBytes } from '../http/bodyPieces.ts'
 import type { Stage } from '../http/pipeline.ts'
 
 export type AccessMode = 'all' | 'errors' | 'none'
@@ -32,7 +33,7 @@ export function accessLogStage(logger: Logger, mode: AccessMode, clientAddressOf
         // Only a caller whose signature was verified (it has a request id) is named: a refused call only claimed a key.
         keyId: exchange.requestId === 0 || exchange.caller.anonymous ? null : exchange.caller.id,
       }
-      if (status >= 400) line.error = answer.body.subarray(0, maxErrorText).toString('utf8')
+      if (status >= 400) line.error = bodyBytes(answer.body).subarray(0, maxErrorText).toString('utf8')
       if (status >= 500) logger.error(line, 'call failed')
       else if (status >= 400) logger.warn(line, 'call refused')
       else logger.info(line, 'call')

@@ -1,4 +1,4 @@
-import { badRequest, JsonText, sql, type Dialect } from '../../kernel/sdk.ts'
+import { badRequest, JsonText, sql, type Dialect, type JsonPiece } from '../../kernel/sdk.ts'
 import { personRecord, recordColumns, rememberingHttpDate, type PersonRecord, type RecordRow } from './fields.ts'
 import { afterKey, decodeCursor, encodeCursor, keyOrder, notACursor, type Cursor, type KeyValue } from './cursor.ts'
 import { inScope, type PeopleDb, type Scope } from './scope.ts'
@@ -202,21 +202,25 @@ export function listingQueries(db: PeopleDb, dialect: Dialect, scope: Scope, set
     /**
      * Stored texts only (SQLite): the page after `key` as one statement, so both parts
      * read one snapshot. Its first row is the page's records joined by SQLite into the
-     * text inside the People array (one string instead of 101 row objects, texts and a
+     * text inside the People array (one value instead of 101 row objects, texts and a
      * join in JavaScript: about a fifth less CPU a page under load, 2026-11-29), with
      * how many people it lists and how many of them had a stored text; then the keys of
      * the page's last row and of the one after it, if there are any (two rows: another
      * page follows). group_concat joins in the order the page's subquery yields its rows
      * (SQLite does not flatten a subquery with a LIMIT into an aggregate); the tests
-     * compare every page with the people sorted in memory. (As a BLOB, with no JavaScript
-     * string, it cost as much: joined into the answer it made a second 45 KB buffer a call,
-     * and the mark-compacts that external memory set off widened the p99.)
+     * compare every page with the people sorted in memory. The joined text comes as a
+     * BLOB, its UTF-8 bytes, which the answer sends as they are between its head and
+     * tail (JsonText pieces, bodyPieces.ts): as a string it was decoded into a 45-90 KB
+     * JavaScript string and encoded again into the answer's buffer, about 20 µs a page
+     * under load (docs/benchmarks.md, thirty-fourth session). (Joined into one buffer
+     * with the head, it cost as much as the string: a second 45 KB buffer a call, and
+     * the full collections that external memory set off widened the p99.)
      * Its LIMITs and OFFSET are written as numbers: a bound one would be planned again
      * on every run (sqliteLiteralLimit.ts, which rewrites only the outer query's).
      */
     pageBody: (key: readonly KeyValue[] | null) => {
       const records = db.selectFrom(seek(key).select(['id', 'record_text']).limit(sql.lit(plan.size)).as('page')).select([
-        sql<string | null>`group_concat('{"Id":' || "id" || "record_text", ',')`.as('body'),
+        sql<Uint8Array | null>`cast(group_concat('{"Id":' || "id" || "record_text", ',') as blob)`.as('body'),
         (eb) => eb.fn.countAll<number>().as('listed'),
         (eb) => eb.fn.count<number>('record_text').as('stored'),
         ...keyColumns.map((column) => sql<KeyValue>`null`.as(column)),
@@ -253,7 +257,7 @@ export async function runListing(db: PeopleDb, queries: ListingReads, set: Listi
   let total = await remember(`total|${listing}`, () => queries.count())
   let pages = Math.max(1, Math.ceil(total / plan.size))
   // `people`: the JSON of the People field, a text or the records' array, in pieces.
-  const answer = (page: string, next: string | null, people: readonly string[]): ListedPage => {
+  const answer = (page: string, next: string | null, people: readonly JsonPiece[]): ListedPage => {
     const head: Omit<ListingAnswer, 'People'> = next === null
       ? { Total: total, Page: page, Sort: plan.sortText, Filter: plan.filterText }
       : { Total: total, Page: page, Sort: plan.sortText, Filter: plan.filterText, Next: next }
@@ -302,12 +306,12 @@ export async function runListing(db: PeopleDb, queries: ListingReads, set: Listi
 }
 
 /**
- * A page as read: its people's records as one JSON array text (in pieces: SQLite's
- * joined records are not copied into another string), how many, and its last person's
- * key when more people follow (null on the last page).
+ * A page as read: its people's records as one JSON array (in pieces: SQLite's joined
+ * records, as bytes, are not copied into another buffer), how many, and its last
+ * person's key when more people follow (null on the last page).
  */
 interface ReadPage {
-  people: readonly string[]
+  people: readonly JsonPiece[]
   count: number
   lastKey: KeyValue[] | null
 }
@@ -315,7 +319,7 @@ interface ReadPage {
 /** Reads one page of at most `size` people (the query reads one more, to tell whether another page follows). */
 async function readPage(db: PeopleDb, queries: ListingReads, key: readonly KeyValue[] | null, size: number): Promise<ReadPage> {
   if (queries.readsTexts) {
-    const [records, ...ends] = await queries.pageBody(key) as [{ body: string | null; listed: number; stored: number }, ...ListingRow[]]
+    const [records, ...ends] = await queries.pageBody(key) as [{ body: Uint8Array | null; listed: number; stored: number }, ...ListingRow[]]
     // Every person of the page had a stored text: the page is SQLite's text. Else it is
     // read again below, row by row, to render those without one.
     if (records.stored === records.listed) {

@@ -1,5 +1,6 @@
 import type { Stage } from '../pipeline.ts'
 import type { ResponseCache } from '../responseCache.ts'
+import { bodyBytes } from '../bodyPieces.ts'
 
 /**
  * Serves a route's cached answer when its policy allows (after authentication, ACL and
@@ -26,7 +27,7 @@ export function cacheStage(cache: ResponseCache): Stage {
       const policy = exchange.mounted.route.cache
       // Only the handler's own answer: not a hit, not an error.
       if (exchange.cacheKey === null || !policy || exchange.result === undefined || answer.status !== 200) return
-      cache.set(exchange.cacheKey, { ...answer, headers: answer.headers.slice() }, policy.ttlSeconds, exchange.cacheEpoch)
+      cache.set(exchange.cacheKey, { ...answer, body: bodyBytes(answer.body), headers: answer.headers.slice() }, policy.ttlSeconds, exchange.cacheEpoch)
     },
   }
 }

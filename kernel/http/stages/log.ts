@@ -5,6 +5,7 @@ import type { Config } from '../../boot/config.ts'
 import type { CallLog, LogRow } from '../../callLog/callLog.ts'
 import { boundedText, loggedTextMax } from '../../callLog/record.ts'
 import type { Exchange } from '../exchange.ts'
+import { bodyBytes, type AnswerBody } from '../bodyPieces.ts'
 import type { Stage } from '../pipeline.ts'
 import { plainAddress } from '../transport.ts'
 import { headerRedaction } from '../../callLog/headerRedaction.ts'
@@ -91,9 +92,10 @@ const secretMember = /("([^"\\]*(?:secret|password)[^"\\]*)"\s*:\s*)"(?:[^"\\]|\
  * referenced (the cache's buffer is never written again), made text off this thread,
  * and stored once for all the records that name it (callLog/sharedAnswers.ts).
  */
-function loggedAnswer(exchange: Exchange, body: Buffer): string | Buffer {
+function loggedAnswer(exchange: Exchange, body: AnswerBody): string | Buffer {
   if (exchange.result !== undefined) return clip(JSON.stringify(exchange.result, withoutSecrets))
-  return body.length > maxStoredBody ? clip(body.toString('utf8')) : body
+  const bytes = bodyBytes(body)
+  return bytes.length > maxStoredBody ? clip(bytes.toString('utf8')) : bytes
 }
 
 /**
@@ -113,13 +115,13 @@ function callLogger(callLog: CallLog, config: Config, proxies: ProxyTrust) {
   let serverName = ''
   const redacted = headerRedaction(config.log.redactHeaders ?? [])
   const digests = new AnswerDigests()
-  return (exchange: Exchange, status: number, body: Buffer, format: string): void => {
+  return (exchange: Exchange, status: number, body: AnswerBody, format: string): void => {
     const request = exchange.request
     const level = logLevelOf(exchange)
     const detailed = level >= 2
     const failed = status >= 400
     const socket = request.socket
-    const response = failed ? clip(body.toString('utf8')) : detailed ? loggedAnswer(exchange, body) : null
+    const response = failed ? clip(bodyBytes(body).toString('utf8')) : detailed ? loggedAnswer(exchange, body) : null
     const node = nodeOfId(exchange.requestId)
     if (node !== namedNode) {
       namedNode = node
@@ -150,7 +152,7 @@ function callLogger(callLog: CallLog, config: Config, proxies: ProxyTrust) {
       bandwidth: (exchange.rawBody?.length ?? 0) + body.length,
       detail_until: detailed ? callLog.detailUntil(exchange.startedAt, exchange.caller.logRaw) : 0,
       signed_with: exchange.signedWith,
-      response_digest: response === body && exchange.fromCache ? digests.of(body) : null,
+      response_digest: response === body && exchange.fromCache ? digests.of(response) : null,
     }
     callLog.append(row)
   }
