@@ -67,8 +67,15 @@ const columns = ['id', 'body']
 const threadOf = (writer: WriterThread) => (writer as unknown as { worker: Worker | null }).worker
 /** Ends the thread as a crash would: gone without a word (held meanwhile: an idle thread is unref'd). */
 async function crash(thread: Worker): Promise<void> {
-  thread.ref()
-  await thread.terminate()
+  // A timer, not thread.ref(), holds the test process until the thread has exited: a
+  // batch answered just before the end makes the writer unref its thread again, and
+  // then nothing would be left to wait on and the process would end mid-test (CI, 2026-11-29).
+  const holding = setInterval(() => {}, 1000)
+  try {
+    await thread.terminate()
+  } finally {
+    clearInterval(holding)
+  }
 }
 
 t.test('batches are written whole and in order; bytes become text', (t) =>
