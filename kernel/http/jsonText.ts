@@ -24,16 +24,19 @@ export class JsonText {
   readonly [jsonTextMark] = true
 
   readonly #json: string | readonly JsonPiece[]
+  /** Every piece is text (so is a whole string): settled once, asked by text and body(). */
+  readonly #allText: boolean
 
   constructor(json: string | readonly JsonPiece[]) {
     this.#json = json
+    this.#allText = typeof json === 'string' || json.every((piece) => typeof piece === 'string')
   }
 
   /** The JSON text (its pieces joined). */
   get text(): string {
     if (typeof this.#json === 'string') return this.#json
     // Bytes are decoded as a whole: a character's bytes may span two pieces.
-    return this.#json.every((piece) => typeof piece === 'string') ? this.#json.join('') : this.bytes().toString('utf8')
+    return this.#allText ? this.#json.join('') : this.bytes().toString('utf8')
   }
 
   /** The JSON as UTF-8 bytes: what a json answer sends. */
@@ -57,7 +60,7 @@ export class JsonText {
 
   /** What a json answer sends: its pieces as they are when one of them is bytes, else bytes(). */
   body(): AnswerBody {
-    if (typeof this.#json === 'string' || this.#json.every((piece) => typeof piece === 'string')) return this.bytes()
+    if (this.#allText || typeof this.#json === 'string') return this.bytes()
     return new BodyPieces(this.#json.map((piece) => typeof piece === 'string' ? Buffer.from(piece) : piece))
   }
 
