@@ -10,6 +10,7 @@ import { basename } from 'node:path'
 import { loadConfig, ConfigError, type Config } from '../kernel/boot/config.ts'
 import { createKernel, type Kernel } from '../kernel/boot/kernel.ts'
 import { createLogger } from '../kernel/observe/logger.ts'
+import { serviceLogLines } from './admin/serviceLogLines.ts'
 import { UsageError, databaseLabel, type AdminCommand, type AdminSession } from './admin/command.ts'
 import { daycode } from './admin/daycode.ts'
 import { group } from './admin/group.ts'
@@ -72,8 +73,8 @@ function session(config: Config): AdminSession & { close(): Promise<void> } {
   return {
     config,
     kernel() {
-      // The service log goes to stderr: stdout carries the command's answer (a day code, an export).
-      started ??= createKernel({ config, logger: createLogger({ destination: process.stderr }) }).then((kernel) => {
+      // The service log goes to stderr, as lines for a person: stdout carries the command's answer (a day code, an export).
+      started ??= createKernel({ config, logger: createLogger({ destination: serviceLogLines((text) => process.stderr.write(text)) }) }).then((kernel) => {
         if (kernel.createdRootKey) {
           console.error(`admin: first start - the root admin key was written to ${kernel.createdRootKey.file}`)
           // The folder's admin-key.json belongs to another database: most likely the service

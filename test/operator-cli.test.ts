@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createScratchDatabase, mysqlProblem, mysqlRequired } from './helpers/scratchDatabase.ts'
 import { adminOn, runAdmin } from './helpers/adminCli.ts'
+import { freePort } from './helpers/freePort.ts'
 import { forEachDatabase, startService } from './helpers/service.ts'
 import { groupNamed } from './helpers/keys.ts'
 import { loadConfig } from '../kernel/boot/config.ts'
@@ -374,4 +375,20 @@ t.test('key list --parent/--custno lists that tenant only; an option a key subco
   const shown = await runAdmin(['key', 'show', '2', '--parent', '7'], { DATA_DIR: dataDir })
   t.equal(shown.code, 2)
   t.match(shown.stderr, 'admin: key show: --parent and --custno are not options of it')
+})
+
+t.test("the service's warnings come on the CLI's stderr as lines for a person, not the log's JSON", async (t) => {
+  const dataDir = tempDir(t)
+  const port = await freePort()
+  // Nothing listens there: the kernel the CLI starts says Redis is unreachable.
+  const run = await runAdmin(['key', 'list'], { DATA_DIR: dataDir, REDIS_URL: `redis://:hunter2@127.0.0.1:${port}/0` })
+  t.equal(run.code, 0, run.stderr)
+  const lines = run.stderr.split('\n').filter((line) => line !== '')
+  t.same(lines.filter((line) => line.startsWith('{')), [], 'no JSON log line')
+  t.match(lines, [
+    `keygate admin: SQLite ${join(dataDir, 'keygate.sqlite')}`,
+    new RegExp(`^keygate: error: redis unreachable: rate limits are counted per process and cache changes are not shared until it returns \\(redis: redis://:\\*+@127\\.0\\.0\\.1:${port}/0\\)$`),
+    /^admin: first start/,
+  ])
+  t.notMatch(run.stderr, 'hunter2', 'the password is not printed')
 })
