@@ -7,7 +7,8 @@
  *
  * Environment: BENCH_SECONDS (10), BENCH_CONNECTIONS (50), BENCH_ROUNDS (3: alternating
  * runs for goals 1 and 2), BENCH_PEOPLE (100000), BENCH_PEOPLE_WORKERS (1: the processes
- * goal 3's listings are loaded on), BENCH_KEYS (1000000), BENCH_ONLY
+ * goal 3's listings are loaded on), BENCH_PEOPLE_CASES (first,number,cursor: which of goal
+ * 3's loads run, in that order), BENCH_KEYS (1000000), BENCH_ONLY
  * (comma-separated scenario names: acl, acl-log2, log, create, people, people-uncached,
  * people-goals, keys, workers, three-redis, profile), BENCH_REDIS_URL (for workers/three-redis on MySQL;
  * default the local Redis under a key prefix of its own), BENCH_OUT

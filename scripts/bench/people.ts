@@ -7,6 +7,8 @@
  * cache off (a second service process on the same data, CACHE_RESPONSES=false) for the
  * first page, a page past 90 % of the list by page number, and the same page by cursor,
  * after 3 s of the first page's load that are not counted (the process is new).
+ * BENCH_PEOPLE_CASES (`first,number,cursor`) chooses which of the three run, in which
+ * order; the uncounted load is then of the first one named.
  * That process is one (WORKERS=1) unless BENCH_PEOPLE_WORKERS says otherwise; with more,
  * the goal's lines name them and the server's CPU per call is not given (the pid read
  * is the cluster's primary, which serves no call).
@@ -18,7 +20,7 @@ import { figure, ms, shortOf, type Target } from './goals.ts'
 import { importFloor } from './importFloor.ts'
 import { call, measure, summarise } from './load.ts'
 import { startService } from './processes.ts'
-import { databaseUrl, peopleWorkers } from './settings.ts'
+import { databaseUrl, peopleCases, peopleWorkers, type PeopleCase } from './settings.ts'
 
 const batchSize = 10_000
 const listingTarget = 20
@@ -92,11 +94,14 @@ export async function peopleGoals(context: BenchContext, peopleCount: number): P
     const deep = Math.floor(pages * 0.95)
     // The cursor that starts the deep page: the Next of the page before it.
     const { json: beforeDeep } = await call(uncached.base, reader, 'GET', `/People/Read/Missing?size=${size}&page=${deep - 1}`)
-    const cases: [string, string][] = [
-      ['first page', `/People/Read/Missing?size=${size}`],
-      [`page ${deep} of ${pages} by number`, `/People/Read/Missing?size=${size}&page=${deep}`],
-    ]
-    if (beforeDeep.Next) cases.push([`page ${deep} of ${pages} by cursor`, `/People/Read/Missing?size=${size}&after=${beforeDeep.Next}`])
+    const byName: Record<PeopleCase, [string, string] | null> = {
+      first: ['first page', `/People/Read/Missing?size=${size}`],
+      number: [`page ${deep} of ${pages} by number`, `/People/Read/Missing?size=${size}&page=${deep}`],
+      cursor: beforeDeep.Next ? [`page ${deep} of ${pages} by cursor`, `/People/Read/Missing?size=${size}&after=${beforeDeep.Next}`] : null,
+    }
+    const cases = peopleCases.map((name) => byName[name]).filter((chosen) => chosen !== null)
+    // Only `cursor` asked for, and a list too short for the page before the deep one to have a Next.
+    if (cases.length === 0) return
     const p99Met: Target = (value) => value < listingTarget
     // This process has just started: its first seconds under load (the listing's code
     // compiled by V8, its heap grown) are not what a p99 under steady load means, and

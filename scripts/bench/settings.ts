@@ -15,4 +15,12 @@ export const peopleWorkers = Number(process.env.BENCH_PEOPLE_WORKERS ?? 1)
 if (!Number.isInteger(peopleWorkers) || peopleWorkers < 1 || peopleWorkers > maxWorkers) {
   throw new Error(`BENCH_PEOPLE_WORKERS must be a whole number from 1 to ${maxWorkers}, got '${process.env.BENCH_PEOPLE_WORKERS}'.`)
 }
+/** Goal 3's loads: the first page, the deep page by number, the same page by cursor. */
+export const peopleCaseNames = ['first', 'number', 'cursor'] as const
+export type PeopleCase = (typeof peopleCaseNames)[number]
+/** Which of them run, in this order (all three unless BENCH_PEOPLE_CASES says): to profile one alone, or to run them in another order. */
+export const peopleCases = (process.env.BENCH_PEOPLE_CASES ?? peopleCaseNames.join(',')).split(',').map((name) => name.trim()) as PeopleCase[]
+if (peopleCases.some((name) => !peopleCaseNames.includes(name)) || new Set(peopleCases).size !== peopleCases.length) {
+  throw new Error(`BENCH_PEOPLE_CASES lists some of ${peopleCaseNames.join(', ')}, each once, separated by commas; got '${process.env.BENCH_PEOPLE_CASES}'.`)
+}
 export const databaseName: 'sqlite' | 'mariadb' = databaseUrl ? 'mariadb' : 'sqlite'
