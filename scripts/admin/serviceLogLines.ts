@@ -17,15 +17,15 @@ function fieldText(name: string, value: unknown): string {
   return `${name}: ${typeof value === 'string' ? value : JSON.stringify(value)}`
 }
 
-/** One pino JSON line as a line for a person; a line that is not JSON is kept as it is. */
+/** One pino JSON line as a line for a person; a line that is not a JSON object is kept as it is. */
 export function serviceLogLine(line: string): string {
-  let entry: unknown
+  let entry: unknown = null
   try {
     entry = JSON.parse(line)
   } catch {
-    return line.endsWith('\n') ? line : `${line}\n`
+    // kept below
   }
-  if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return `${line.trimEnd()}\n`
+  if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return line.endsWith('\n') ? line : `${line}\n`
   const fields = entry as Record<string, unknown>
   const context = Object.entries(fields).filter(([name]) => !everyLineFields.has(name)).map(([name, value]) => fieldText(name, value))
   const message = typeof fields.msg === 'string' ? fields.msg : ''
